@@ -1,0 +1,180 @@
+"""GitHub Actions runner conventions: inputs, workflow commands and file commands. No HTTP.
+
+References: GitHub docs "Workflow commands for GitHub Actions"
+(https://docs.github.com/actions/reference/workflow-commands-for-github-actions), the escaping rules of
+actions/toolkit (``packages/core/src/command.ts``) and the runner's ``Handler.AddInputsToEnvironment``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+
+from gate.errors import GateError
+
+STEP_SUMMARY_LIMIT = 1024 * 1024
+"""GitHub's per-step job-summary limit in bytes; above it the upload is aborted."""
+
+_TRUNCATED_NOTE = (
+    "\n> **Note:** the accuracy-gate report was truncated here to stay within GitHub's 1 MiB job-summary limit.\n"
+)
+
+
+def read_input(name: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Return the value of action input ``name``, or None when it is unset or empty.
+
+    The runner exports input ``golden-dir`` as ``INPUT_GOLDEN-DIR`` (spaces become ``_``, hyphens stay),
+    so both ``INPUT_GOLDEN_DIR`` and ``INPUT_GOLDEN-DIR`` are tried, then the bare ``GOLDEN_DIR``
+    (for use outside a Docker action). Surrounding whitespace is stripped, as actions/toolkit does;
+    the first non-empty candidate wins, because the runner sets every declared input (empty by default).
+    """
+    base = name.strip().replace(" ", "_").upper()
+    underscored, hyphenated = base.replace("-", "_"), base.replace("_", "-")
+    candidates = [f"INPUT_{base}", f"INPUT_{underscored}", f"INPUT_{hyphenated}", underscored]
+    for var in dict.fromkeys(candidates):
+        value = environ.get(var)
+        if value is not None and value.strip():
+            return value.strip()
+    return None
+
+
+def parse_bool(name: str, value: str) -> bool:
+    """Return True for ``true`` and False for ``false`` (any case, surrounding spaces ignored).
+
+    Raises:
+        GateError: for any other value, naming input ``name``.
+    """
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise GateError(f"Input `{name}` must be `true` or `false`, got {value!r}.")
+
+
+def escape_data(s: object) -> str:
+    """Return ``s`` escaped as a workflow-command message: ``%``, CR and LF become ``%25``, ``%0D``, ``%0A``."""
+    return str(s).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(s: object) -> str:
+    """Return ``s`` escaped as a workflow-command property value: as :func:`escape_data`, plus
+    ``:`` -> ``%3A`` and ``,`` -> ``%2C``."""
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(cmd: str, message: object = "", **props: object) -> str:
+    """Return the stdout line ``::cmd k=v,...::message`` with message and property values escaped.
+
+    Properties whose value is None are left out; property order is kept.
+    """
+    given = ",".join(f"{k}={escape_property(v)}" for k, v in props.items() if v is not None)
+    head = f"::{cmd} {given}" if given else f"::{cmd}"
+    return f"{head}::{escape_data(message)}"
+
+
+def _annotate(cmd: str, message: object, title: str | None, file: str | None, line: int | None) -> None:
+    print(workflow_command(cmd, message, file=file, line=line, title=title), flush=True)
+
+
+def error(message: object, title: str | None = None, file: str | None = None, line: int | None = None) -> None:
+    """Print an ``::error`` annotation (shown on the run and, with ``file``, on the diff)."""
+    _annotate("error", message, title, file, line)
+
+
+def warning(message: object, title: str | None = None, file: str | None = None, line: int | None = None) -> None:
+    """Print a ``::warning`` annotation."""
+    _annotate("warning", message, title, file, line)
+
+
+def notice(message: object, title: str | None = None, file: str | None = None, line: int | None = None) -> None:
+    """Print a ``::notice`` annotation."""
+    _annotate("notice", message, title, file, line)
+
+
+def add_mask(value: object) -> None:
+    """Print ``::add-mask::`` so the runner hides ``value`` in all later log output."""
+    print(workflow_command("add-mask", value), flush=True)
+
+
+@contextlib.contextmanager
+def group(title: str) -> Iterator[None]:
+    """Fold everything printed inside the ``with`` block into a collapsible log group named ``title``."""
+    print(workflow_command("group", title), flush=True)
+    try:
+        yield
+    finally:
+        print("::endgroup::", flush=True)
+
+
+def _output_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def set_outputs(mapping: Mapping[str, object], environ: Mapping[str, str] = os.environ) -> bool:
+    """Append each ``name=value`` of ``mapping`` to the file named by ``GITHUB_OUTPUT``.
+
+    Booleans are written as ``true``/``false`` and None as an empty string. A value containing a line
+    break is written in the ``name<<DELIM`` ... ``DELIM`` form with a random delimiter.
+
+    Returns:
+        True when written, False when ``GITHUB_OUTPUT`` is unset (not running in Actions).
+    Raises:
+        GateError: for an output name that is empty or contains ``=``, ``<<`` or a line break.
+    """
+    path = environ.get("GITHUB_OUTPUT")
+    if not path:
+        return False
+    lines = []
+    for name, raw in mapping.items():
+        if not name or any(bad in name for bad in ("=", "<<", "\n", "\r")):
+            raise GateError(f"Output name {name!r} is invalid; expected a name without '=', '<<' or line breaks.")
+        value = _output_value(raw)
+        if "\n" in value or "\r" in value:
+            delimiter = f"ghadelimiter_{uuid.uuid4()}"
+            lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        else:
+            lines.append(f"{name}={value}\n")
+    with open(path, "a", encoding="utf-8", newline="\n") as f:
+        f.write("".join(lines))
+    return True
+
+
+def _fit_step_summary(text: str, budget: int) -> str | None:
+    """Return ``text`` cut at a line boundary plus the truncation note, within ``budget`` bytes."""
+    note = _TRUNCATED_NOTE.encode("utf-8")
+    room = budget - len(note)
+    if room < 0:
+        return None
+    head = text.encode("utf-8")[:room]
+    cut = head.rfind(b"\n") + 1  # keeps whole lines only; 0 when the first line does not fit
+    return (head[:cut] + note).decode("utf-8")
+
+
+def append_step_summary(markdown: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """Append GitHub-flavoured ``markdown`` to the job summary file named by ``GITHUB_STEP_SUMMARY``.
+
+    GitHub aborts the upload of a step summary over 1 MiB (1,048,576 bytes, UTF-8), so when the file
+    would grow past that, the new text is cut at a line boundary and a one-line note says so.
+    A trailing newline is added so that later appends start on a new line.
+
+    Returns:
+        True when something was written; False when ``GITHUB_STEP_SUMMARY`` is unset or the file is
+        already too full to take even the note.
+    """
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    existing = os.path.getsize(path) if os.path.exists(path) else 0
+    budget = STEP_SUMMARY_LIMIT - existing
+    if len(text.encode("utf-8")) > budget:
+        fitted = _fit_step_summary(text, budget)
+        if fitted is None:
+            return False
+        text = fitted
+    with open(path, "a", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    return True

@@ -1,0 +1,336 @@
+"""The sticky PR comment against a real HTTP server on 127.0.0.1 that speaks GitHub's comment endpoints."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from werkzeug import Request, Response
+
+import gate
+from gate.errors import GateError
+from gate.github.comments import (
+    DEFAULT_AUTHOR,
+    MARKER_PREFIX,
+    TRUNCATED_NOTE,
+    GitHubClient,
+    GitHubError,
+    marker,
+    upsert_comment,
+)
+
+TOKEN = "ghs_SECRETtoken0123456789abcdefXYZ"
+REPO = "octo-org/model-zoo"
+PR = 42
+
+_LIST = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments$")
+_ONE = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<id>\d+)$")
+
+
+@pytest.fixture
+def httpserver(httpserver_ipv4):
+    """pytest-httpserver's server, bound to 127.0.0.1 (the plain fixture may bind to 'localhost')."""
+    return httpserver_ipv4
+
+
+def _json(payload, status=200, headers=None):
+    return Response(json.dumps(payload), status=status, headers=headers, content_type="application/json")
+
+
+class FakeGitHub:
+    """Just enough of GitHub's REST issue-comments API: list (Link pagination, per_page capped at
+    ``max_per_page``), create, update, and ``/user`` (403 like a GITHUB_TOKEN, unless ``login`` is set)."""
+
+    def __init__(self, server, login=None, max_per_page=100):
+        self.server = server
+        self.login = login  # None: the token is a GITHUB_TOKEN
+        self.max_per_page = max_per_page
+        self.comments: dict[int, dict] = {}
+        self.next_id = 1000
+        server.expect_request(_LIST, method="GET").respond_with_handler(self.list)
+        server.expect_request(_LIST, method="POST").respond_with_handler(self.create)
+        server.expect_request(_ONE, method="PATCH").respond_with_handler(self.update)
+        server.expect_request("/user", method="GET").respond_with_handler(self.user)
+
+    def add(self, body, author=DEFAULT_AUTHOR, number=PR):
+        self.next_id += 1
+        comment_id = self.next_id
+        self.comments[comment_id] = {
+            "id": comment_id,
+            "number": number,
+            "body": body,
+            "user": {"login": author},
+            "html_url": f"https://github.com/{REPO}/pull/{number}#issuecomment-{comment_id}",
+        }
+        return self.comments[comment_id]
+
+    def on_pr(self, number=PR):
+        return [c for c in sorted(self.comments.values(), key=lambda c: c["id"]) if c["number"] == number]
+
+    def requests(self, method, path_re=""):
+        return [r for r, _ in self.server.log if r.method == method and re.search(path_re, r.path)]
+
+    def _denied(self, request: Request):
+        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return _json({"message": "Bad credentials"}, 401)
+        return None
+
+    def list(self, request: Request):
+        if denied := self._denied(request):
+            return denied
+        number = int(_LIST.match(request.path)["number"])
+        per_page = min(int(request.args.get("per_page", 30)), self.max_per_page)
+        page = int(request.args.get("page", 1))
+        items = self.on_pr(number)
+        last = max(1, -(-len(items) // per_page))
+        links = []
+        if page < last:
+            links.append(f'<{request.base_url}?per_page={per_page}&page={page + 1}>; rel="next"')
+            links.append(f'<{request.base_url}?per_page={per_page}&page={last}>; rel="last"')
+        headers = {"Link": ", ".join(links)} if links else None
+        return _json(items[(page - 1) * per_page : page * per_page], headers=headers)
+
+    def create(self, request: Request):
+        if denied := self._denied(request):
+            return denied
+        number = int(_LIST.match(request.path)["number"])
+        return _json(self.add(request.get_json()["body"], self.login or DEFAULT_AUTHOR, number), 201)
+
+    def update(self, request: Request):
+        if denied := self._denied(request):
+            return denied
+        comment = self.comments[int(_ONE.match(request.path)["id"])]
+        if comment["user"]["login"] != (self.login or DEFAULT_AUTHOR):
+            return _json({"message": "Must have admin rights to Repository."}, 403)
+        comment["body"] = request.get_json()["body"]
+        return _json(comment)
+
+    def user(self, request: Request):
+        if self.login is None:
+            return _json({"message": "Resource not accessible by integration"}, 403)
+        return _json({"login": self.login})
+
+
+@pytest.fixture
+def fake(httpserver):
+    return FakeGitHub(httpserver)
+
+
+def _client(server, **kwargs):
+    kwargs.setdefault("sleep", lambda seconds: None)
+    return GitHubClient(server.url_for("/"), TOKEN, **kwargs)
+
+
+def test_server_is_local(httpserver):
+    assert urlsplit(httpserver.url_for("/")).hostname == "127.0.0.1"
+
+
+def test_first_run_creates_one_comment_with_marker_first(fake):
+    result = upsert_comment(_client(fake.server), REPO, PR, "## Accuracy: PASS")
+
+    [comment] = fake.on_pr()
+    assert result == {"action": "created", "comment_id": comment["id"], "html_url": comment["html_url"]}
+    assert comment["body"] == "<!-- accuracy-gate:default -->\n## Accuracy: PASS"
+    assert comment["user"]["login"] == "github-actions[bot]"
+
+
+def test_second_run_updates_the_same_comment(fake):
+    client = _client(fake.server)
+    first = upsert_comment(client, REPO, PR, "run 1")
+    second = upsert_comment(client, REPO, PR, "run 2")
+
+    assert second["action"] == "updated"
+    assert second["comment_id"] == first["comment_id"]
+    assert len(fake.on_pr()) == 1
+    assert fake.comments[first["comment_id"]]["body"].endswith("\nrun 2")
+    assert len(fake.requests("POST")) == 1 and len(fake.requests("PATCH")) == 1
+
+
+def test_unchanged_body_sends_no_patch(fake):
+    client = _client(fake.server)
+    first = upsert_comment(client, REPO, PR, "same report\n")
+    again = upsert_comment(client, REPO, PR, "same report\n")
+
+    assert again == {**first, "action": "unchanged"}
+    assert fake.requests("PATCH") == []
+    assert len(fake.requests("POST")) == 1
+
+
+def test_comment_by_another_author_with_our_marker_is_never_touched(fake):
+    quoted = f"{marker('default')}\nI copied the bot's comment here"
+    other = fake.add(quoted, author="octocat")
+    client = _client(fake.server)
+
+    created = upsert_comment(client, REPO, PR, "run 1")
+    fake.add(quoted, author="octocat")  # a newer foreign comment must not win either
+    updated = upsert_comment(client, REPO, PR, "run 2")
+
+    assert created["action"] == "created" and created["comment_id"] != other["id"]
+    assert updated["action"] == "updated" and updated["comment_id"] == created["comment_id"]
+    assert [c["body"] for c in fake.on_pr() if c["user"]["login"] == "octocat"] == [quoted, quoted]
+    assert all(f"/comments/{created['comment_id']}" in r.path for r in fake.requests("PATCH"))
+
+
+def test_marker_comment_on_a_later_page_is_found(fake):
+    for i in range(150):
+        fake.add(f"filler {i}", author="someone")
+    ours = fake.add(f"{marker('resnet50')}\nold report")
+    for i in range(80):
+        fake.add(f"later filler {i}", author="someone")
+
+    result = upsert_comment(_client(fake.server), REPO, PR, "new report", key="resnet50")
+
+    assert result["action"] == "updated" and result["comment_id"] == ours["id"]
+    assert len(fake.on_pr()) == 231
+    pages = [parse_qs(r.query_string.decode()).get("page", ["1"])[0] for r in fake.requests("GET", "/comments$")]
+    assert pages == ["1", "2", "3"]
+
+
+def test_list_follows_links_with_small_pages(httpserver):
+    fake = FakeGitHub(httpserver, max_per_page=2)
+    ids = [fake.add(f"c{i}")["id"] for i in range(5)]
+
+    comments = _client(httpserver).list_issue_comments(REPO, PR)
+
+    assert [c["id"] for c in comments] == ids
+    assert len(fake.requests("GET", "/comments$")) == 3
+
+
+def test_keys_give_separate_comments(fake):
+    client = _client(fake.server)
+    a = upsert_comment(client, REPO, PR, "model A", key="model-a")
+    b = upsert_comment(client, REPO, PR, "model B", key="model-ab")
+    a2 = upsert_comment(client, REPO, PR, "model A v2", key="model-a")
+
+    assert a["comment_id"] != b["comment_id"] and a2["comment_id"] == a["comment_id"]
+    assert fake.comments[b["comment_id"]]["body"].endswith("model B")
+
+
+def test_pat_author_comes_from_user_endpoint(httpserver):
+    fake = FakeGitHub(httpserver, login="release-bot")
+    fake.add(f"{marker('default')}\nby the actions bot", author=DEFAULT_AUTHOR)
+    client = _client(httpserver)
+
+    assert client.authenticated_login() == "release-bot"
+    result = upsert_comment(client, REPO, PR, "report")
+
+    assert result["action"] == "created"
+    assert fake.comments[result["comment_id"]]["user"]["login"] == "release-bot"
+
+
+def test_github_token_user_endpoint_403_gives_none(fake):
+    assert _client(fake.server).authenticated_login() is None
+    assert len(fake.requests("GET", "^/user$")) == 1  # a plain 403 is not retried as a rate limit
+
+
+def test_explicit_author_skips_user_lookup(fake):
+    upsert_comment(_client(fake.server), REPO, PR, "x", author="github-actions[bot]")
+    assert fake.requests("GET", "^/user$") == []
+
+
+def test_headers_are_sent(fake):
+    upsert_comment(_client(fake.server), REPO, PR, "report")
+
+    for request in [r for r, _ in fake.server.log]:
+        assert request.headers["Authorization"] == f"Bearer {TOKEN}"
+        assert request.headers["X-GitHub-Api-Version"] == "2022-11-28"
+        assert request.headers["Accept"] == "application/vnd.github+json"
+        assert request.headers["User-Agent"] == f"accuracy-gate/{gate.__version__}"
+
+
+def test_server_error_raises_without_token(httpserver):
+    httpserver.expect_request(_LIST).respond_with_json({"message": "Server Error"}, status=500)
+    sleeps = []
+    client = _client(httpserver, sleep=sleeps.append)
+
+    with pytest.raises(GitHubError) as info:
+        client.list_issue_comments(REPO, PR)
+
+    error = info.value
+    assert error.status == 500 and isinstance(error, GateError)
+    assert f"GET /repos/{REPO}/issues/{PR}/comments" in str(error) and "500" in str(error)
+    assert TOKEN not in str(error) and TOKEN not in repr(error) and TOKEN not in repr(client)
+    assert len(httpserver.log) == 3 and sleeps == [1.0, 2.0]  # GET is retried twice with backoff
+
+
+def test_post_is_not_retried_on_server_error(httpserver):
+    httpserver.expect_request(_LIST, method="POST").respond_with_json({"message": "oops"}, status=502)
+
+    with pytest.raises(GitHubError) as info:
+        _client(httpserver).create_issue_comment(REPO, PR, "body")
+
+    assert info.value.status == 502 and len(httpserver.log) == 1
+
+
+def test_rate_limit_waits_for_retry_after(fake):
+    limited = _json({"message": "You have exceeded a secondary rate limit"}, 403, {"Retry-After": "7"})
+    fake.server.expect_oneshot_request(_LIST, method="GET").respond_with_response(limited)
+    sleeps = []
+
+    result = upsert_comment(_client(fake.server, sleep=sleeps.append), REPO, PR, "report")
+
+    assert result["action"] == "created" and sleeps == [7.0]
+
+
+def test_permission_error_names_the_permission(httpserver):
+    httpserver.expect_request(_LIST, method="POST").respond_with_json(
+        {"message": "Resource not accessible by integration"}, status=403
+    )
+    with pytest.raises(GitHubError, match=r"POST .* HTTP 403: Resource not accessible.*pull-requests: write"):
+        _client(httpserver).create_issue_comment(REPO, PR, "x")
+
+
+def test_no_server_raises_without_token():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = GitHubClient(f"http://127.0.0.1:{port}", TOKEN, timeout=2, sleep=lambda s: None)
+
+    with pytest.raises(GitHubError) as info:
+        client.list_issue_comments(REPO, PR)
+
+    assert info.value.status is None and TOKEN not in str(info.value)
+
+
+def test_next_link_to_another_host_is_refused(httpserver):
+    headers = {"Link": '<https://evil.example/steal?page=2>; rel="next"'}
+    httpserver.expect_request(_LIST).respond_with_json([], headers=headers)
+
+    with pytest.raises(GitHubError, match="another host: evil.example"):
+        _client(httpserver).list_issue_comments(REPO, PR)
+
+
+def test_long_body_is_truncated_at_a_line_boundary(fake):
+    body = "\n".join(f"| row {i:06d} | {'x' * 40} |" for i in range(3000))  # ~ 150k characters
+    result = upsert_comment(_client(fake.server), REPO, PR, body)
+
+    stored = fake.comments[result["comment_id"]]["body"]
+    lines = stored.splitlines()
+    assert len(stored) <= 60000
+    assert lines[0] == marker("default") and lines[-1] == TRUNCATED_NOTE
+    assert all(line.startswith("| row ") and line.endswith(" |") for line in lines[1:-2])
+
+
+def test_empty_token_and_bad_repo_are_gate_errors(fake):
+    with pytest.raises(GateError, match="token is empty"):
+        GitHubClient(fake.server.url_for("/"), "")
+    with pytest.raises(GateError, match="owner/name"):
+        _client(fake.server).list_issue_comments("not-a-repo", PR)
+
+
+@pytest.mark.parametrize("key", ["default", "model A", "x -->", "a--!>b", "<!-- y", "100%"])
+def test_marker_cannot_close_the_html_comment(key):
+    tag = marker(key)
+    assert tag.startswith(MARKER_PREFIX) and tag.endswith(" -->")
+    inner = tag[len("<!--") : -len("-->")]
+    assert ">" not in inner and "<" not in inner
+
+
+def test_marker_keys_stay_distinct():
+    assert len({marker("model A"), marker("model_A"), marker("model%20A")}) == 3
+    assert marker("resnet50") == "<!-- accuracy-gate:resnet50 -->"
+    with pytest.raises(GateError):
+        marker("  ")
