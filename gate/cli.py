@@ -1,0 +1,141 @@
+"""The ``accuracy-gate`` command line: ``check`` and ``record``.
+
+Flags use ``polygraphy run``'s names (``--atol``, ``--rtol``, ``--check-error-stat``, per-output
+``name:value``). Exit codes: 0 all passed, 1 accuracy regressed, 2 could not evaluate (any user
+mistake: one line on stderr, no traceback unless ``--verbose`` or ``RUNNER_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+
+import gate
+from gate.errors import GateError
+
+EXIT_ERROR = 2
+
+
+def _float(raw):
+    return float(raw)
+
+
+def _add_common(parser):
+    parser.add_argument("config", help="path to gate.toml")
+    parser.add_argument("--model", help="the ONNX model (overrides 'model')")
+    parser.add_argument("--inputs", help="stored inputs folder (overrides 'inputs')")
+    parser.add_argument("--golden", help="golden outputs folder (overrides 'golden')")
+    parser.add_argument(
+        "--execution-providers", nargs="+", metavar="EP", help="ONNX Runtime execution providers, in priority order"
+    )
+    parser.add_argument(
+        "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="accuracy-gate",
+        description="Run a model over stored inputs and compare every output with golden outputs.",
+    )
+    parser.add_argument("--version", action="version", version=f"accuracy-gate {gate.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="compare live outputs with the golden outputs (exit 0 pass, 1 fail, 2 error)")
+    _add_common(check)
+    check.add_argument("--runners", nargs="+", metavar="RUNNER", help="live runners, e.g. onnxrt")
+    check.add_argument("--atol", "--abs-tol", nargs="+", metavar="[OUT:]TOL", help="absolute tolerance(s)")
+    check.add_argument("--rtol", "--rel-tol", nargs="+", metavar="[OUT:]TOL", help="relative tolerance(s)")
+    check.add_argument(
+        "--check-error-stat", nargs="+", metavar="[OUT:]STAT", help="elemwise, max, mean or median (per output)"
+    )
+    check.add_argument(
+        "--check-average",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="judge the average of each statistic over iterations",
+    )
+    check.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
+    check.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
+
+    record = sub.add_parser("record", help="write golden outputs from the reference runner")
+    _add_common(record)
+    record.add_argument("--force", action="store_true", help="overwrite existing golden outputs")
+    record.add_argument("--layout", choices=["onnx-zoo", "npz"], help="golden layout (default: the inputs' layout)")
+    return parser
+
+
+def overrides_from_args(args) -> dict:
+    """CLI flags -> the flat override keys of ``gate.config.load_config``."""
+    from gate.config import parse_per_output
+
+    overrides = {
+        "model": args.model,
+        "inputs": args.inputs,
+        "golden": args.golden,
+        "execution_providers": args.execution_providers,
+        "graph_optimization_level": args.graph_optimization_level,
+    }
+    if getattr(args, "command", None) == "check":
+        overrides.update(
+            runners=args.runners,
+            check_average=args.check_average,
+            junit=args.junit,
+            atol=parse_per_output(args.atol, _float, "--atol") if args.atol else None,
+            rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else None,
+            check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")
+            if args.check_error_stat
+            else None,
+        )
+    return overrides
+
+
+def run_check(args) -> int:
+    from gate.config import load_config
+    from gate.job import check
+    from gate.report import render_markdown, render_text, write_junit
+
+    cfg = load_config(args.config, overrides_from_args(args))
+    result = check(cfg)
+    print(render_text(result))
+    path = write_junit(result, cfg.junit)
+    print(f"JUnit: {path}")
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as f:
+            f.write(render_markdown(result))
+    return result.exit_code
+
+
+def run_record(args) -> int:
+    from gate.config import load_config
+    from gate.job import record
+
+    cfg = load_config(args.config, overrides_from_args(args))
+    written = record(cfg, force=args.force, layout=args.layout)
+    print(f"recorded golden outputs: {len(written)} files under {cfg.golden}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        return run_check(args) if args.command == "check" else run_record(args)
+    except GateError as err:
+        if verbose:
+            traceback.print_exc()
+        print(f"accuracy-gate: error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("accuracy-gate: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

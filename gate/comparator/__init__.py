@@ -1,0 +1,18 @@
+"""The streaming comparator: Polygraphy-compatible ``Comparator``, compare functions and the
+result data model. Runners come from ``gate.backend``; this package never reaches back to reporters.
+"""
+
+from gate.comparator.comparator import Comparator
+from gate.comparator.compare import OutputCompareResult, SimpleCompareFunc, SimpleThreshold
+from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
+
+__all__ = [
+    "AccuracyResult",
+    "AccuracyResults",
+    "Comparator",
+    "IterationResult",
+    "OutputCompareResult",
+    "RunResults",
+    "SimpleCompareFunc",
+    "SimpleThreshold",
+]

@@ -1,0 +1,319 @@
+"""``Comparator``: runs runners over a data loader and compares their outputs.
+
+The API follows Polygraphy 0.53.6 ``Comparator`` (``shared/spec/seeds/comparator-api.txt``;
+behaviour in ``shared/spec/polygraphy-0.53.6.md`` sections 1 and 2). Deviations: iteration counts
+that differ between compared streams are an error naming both counts (D6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from gate.comparator.compare import SimpleCompareFunc
+from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
+from gate.errors import GateError
+
+log = logging.getLogger("gate.comparator")
+
+
+def _check_feed_dict(feed_dict, index):
+    if isinstance(feed_dict, RunResults) or not isinstance(feed_dict, Mapping):
+        raise GateError(
+            f"Input iteration {index} is a {type(feed_dict).__name__}, expected a feed_dict "
+            "(a mapping of input name to array)."
+        )
+    for name in feed_dict:
+        if not isinstance(name, str):
+            raise GateError(f"Input iteration {index} has a non-string input name {name!r}.")
+
+
+def _set_loader_metadata(data_loader, runner):
+    if hasattr(data_loader, "input_metadata"):
+        with contextlib.suppress(AttributeError):
+            data_loader.input_metadata = runner.get_input_metadata()
+
+
+class Comparator:
+    """Runs runners and compares their outputs (Polygraphy-compatible static methods)."""
+
+    @staticmethod
+    def run(
+        runners,
+        data_loader=None,
+        warm_up=None,
+        use_subprocess=None,
+        subprocess_timeout=None,
+        subprocess_polling_interval=None,
+        save_inputs_path=None,
+        save_outputs_path=None,
+        streaming=None,
+    ):
+        """Runs ``runners`` over the feed_dicts of ``data_loader``.
+
+        Materialized (default): each runner runs to completion, one after the other; returns a
+        RunResults holding every iteration (outputs are copied when there is more than one
+        iteration, since runners may reuse their output buffers).
+
+        ``streaming=True``: returns a generator; at the first ``next()`` all runners are activated
+        at once, then one single-iteration RunResults (every runner, in order) is yielded per
+        feed_dict. The arrays yielded may be runner-owned buffers that the next ``infer`` reuses:
+        use (compare or save) each item before asking for the next. Nothing is copied.
+
+        Raises:
+            GateError: ``warm_up`` or ``use_subprocess`` with ``streaming=True``; a feed_dict that is
+                not a mapping of str to array.
+            NotImplementedError: ``use_subprocess``, ``save_inputs_path`` or ``save_outputs_path``
+                (not supported yet).
+        """
+        if use_subprocess or save_inputs_path is not None or save_outputs_path is not None:
+            raise NotImplementedError("use_subprocess and save paths are not supported yet")
+        if streaming:
+            if warm_up:
+                raise GateError("warm_up is not supported with streaming=True.")
+            return Comparator._run_streaming(list(runners), data_loader)
+        return Comparator._run_materialized(list(runners), data_loader, warm_up or 0)
+
+    @staticmethod
+    def _run_streaming(runners, data_loader) -> Iterator[RunResults]:
+        if not runners:
+            log.warning("No runners were provided to Comparator.run(); nothing will run.")
+            return
+        if data_loader is None:
+            raise GateError("Comparator.run(streaming=True) needs a data_loader.")
+        with contextlib.ExitStack() as stack:
+            for runner in runners:
+                stack.enter_context(runner)
+            _set_loader_metadata(data_loader, runners[0])
+            for index, feed_dict in enumerate(data_loader):
+                _check_feed_dict(feed_dict, index)
+                run = RunResults()
+                for runner in runners:
+                    outputs = runner.infer(feed_dict)
+                    run.lst.append((runner.name, [IterationResult(outputs, runner.last_inference_time(), runner.name)]))
+                yield run
+
+    @staticmethod
+    def _run_materialized(runners, data_loader, warm_up) -> RunResults:
+        if data_loader is None:
+            raise GateError("Comparator.run() needs a data_loader.")
+        results = RunResults()
+        cache = None
+        for runner in runners:
+            with runner:
+                if cache is None:
+                    _set_loader_metadata(data_loader, runner)
+                    cache = list(data_loader)
+                    if cache:
+                        _check_feed_dict(cache[0], 0)
+                    else:
+                        log.warning("Data loader did not yield any input data.")
+                for _ in range(warm_up if cache else 0):
+                    runner.infer(cache[0])
+                iterations = []
+                for feed_dict in cache:
+                    outputs = runner.infer(feed_dict)
+                    if len(cache) > 1:
+                        outputs = copy.deepcopy(outputs)
+                    iterations.append(IterationResult(outputs, runner.last_inference_time(), runner.name))
+                results.lst.append((runner.name, iterations))
+        return results
+
+    @staticmethod
+    def postprocess(run_results, postprocess_func):
+        """Applies ``postprocess_func(IterationResult) -> IterationResult`` to every iteration of a
+        RunResults (in place, returned), a stream (a lazy generator) or a list of either (a new
+        list)."""
+        if isinstance(run_results, RunResults):
+            for index, (name, iterations) in enumerate(run_results.lst):
+                run_results.lst[index] = (name, [postprocess_func(it) for it in iterations])
+            return run_results
+        if isinstance(run_results, (list, tuple)):
+            return [Comparator.postprocess(r, postprocess_func) for r in run_results]
+
+        def stream():
+            try:
+                for run in run_results:
+                    yield Comparator.postprocess(run, postprocess_func)
+            finally:
+                if hasattr(run_results, "close"):
+                    run_results.close()
+
+        return stream()
+
+    @staticmethod
+    def validate(run_results, check_inf=None, check_nan=None, fail_fast=None):
+        """Checks outputs for NaN (``check_nan``, default True) and non-finite values
+        (``check_inf``, default False).
+
+        Returns: for a RunResults, True when every output is valid; for a list, a list of results;
+        for a stream, a lazy pass-through that raises at the first invalid item.
+
+        Raises:
+            GateError: (streams) an output holds NaN or Inf; the message names the iteration,
+                runner and output.
+        """
+        check_inf = bool(check_inf)
+        check_nan = True if check_nan is None else bool(check_nan)
+
+        def invalid_outputs(run):
+            for name, iterations in run.items():
+                for index, it in enumerate(iterations):
+                    for out, arr in it.items():
+                        arr = np.asarray(arr)
+                        if arr.size == 0 or not np.issubdtype(arr.dtype, np.inexact):
+                            continue
+                        if (check_nan and np.isnan(arr).any()) or (check_inf and not np.isfinite(arr).all()):
+                            yield name, index, out
+
+        if isinstance(run_results, RunResults):
+            valid = True
+            for name, index, out in invalid_outputs(run_results):
+                log.error("Invalid output: runner '%s', iteration %d, output '%s'", name, index, out)
+                valid = False
+                if fail_fast:
+                    break
+            return valid
+        if isinstance(run_results, (list, tuple)):
+            return [Comparator.validate(r, check_inf, check_nan, fail_fast) for r in run_results]
+
+        def stream():
+            try:
+                for index, run in enumerate(run_results):
+                    for name, _, out in invalid_outputs(run):
+                        kind = "NaN or Inf" if check_inf else "NaN"
+                        raise GateError(
+                            f"Output validation failed: iteration {index}, runner '{name}', "
+                            f"output '{out}' contains {kind}."
+                        )
+                    yield run
+            finally:
+                if hasattr(run_results, "close"):
+                    run_results.close()
+
+        return stream()
+
+    @staticmethod
+    def compare_accuracy(run_results, fail_fast=False, comparisons=None, compare_func=None, check_average=False):
+        """Compares runners pairwise, iteration by iteration, with one or more compare functions.
+
+        ``run_results``: a RunResults, a stream of single-iteration RunResults, or a list of either
+        (each entry is one run; runs are zipped iteration by iteration, and each runner of a
+        RunResults is its own run). Memory stays constant for streams: only the per-output results
+        (a few floats) are kept.
+
+        Returns:
+            AccuracyResults: one AccuracyResult per compare function.
+
+        Raises:
+            GateError: ``check_average`` with ``fail_fast``, or with a compare function that has no
+                averageable metric (elemwise, indices, a plain function); runs with different
+                numbers of iterations (D6, both counts named); the set of runners changing between
+                iterations.
+        """
+        funcs = list(compare_func) if isinstance(compare_func, (list, tuple)) else [compare_func]
+        funcs = [SimpleCompareFunc() if f is None else f for f in funcs]
+        if check_average:
+            _check_averageable(funcs, fail_fast)
+        accuracy = [AccuracyResult(aggregation="average" if check_average else "per_sample") for _ in funcs]
+
+        streams = _to_streams(run_results)
+        names = None
+        pairs = None
+        count = 0
+        try:
+            for items in itertools.zip_longest(*streams, fillvalue=_END):
+                ended = [item is _END for item in items]
+                if any(ended):
+                    if not all(ended):
+                        _raise_count_mismatch(streams, items, count)
+                    break
+                merged = _merge_iteration(items)
+                if names is None:
+                    names = [name for name, _ in merged]
+                    pairs = (
+                        list(comparisons) if comparisons is not None else [(i, i + 1) for i in range(len(names) - 1)]
+                    )
+                elif [name for name, _ in merged] != names:
+                    raise GateError(
+                        f"Iteration {count} has a different set of runners ({[n for n, _ in merged]}) "
+                        f"than the first iteration ({names})."
+                    )
+                failed = False
+                for i, j in pairs:
+                    key = (names[i], names[j])
+                    for func, acc in zip(funcs, accuracy):
+                        result = func(merged[i][1], merged[j][1])
+                        acc.setdefault(key, []).append(result)
+                        failed = failed or not all(bool(r) for r in result.values())
+                    if fail_fast and failed:
+                        return AccuracyResults(accuracy)
+                count += 1
+        finally:
+            for stream in streams:
+                if hasattr(stream, "close"):
+                    stream.close()
+        return AccuracyResults(accuracy)
+
+
+class _End:
+    pass
+
+
+_END = _End()
+
+
+def _check_averageable(funcs, fail_fast):
+    if fail_fast:
+        raise GateError("check_average and fail_fast cannot be used together.")
+    for func in funcs:
+        name = getattr(func, "__name__", type(func).__name__)
+        if not hasattr(func, "thresholds_for"):
+            raise GateError(f"Compare function {name} does not support average comparison (check_average).")
+        try:
+            threshold = func.thresholds_for("")
+        except NotImplementedError as err:
+            raise GateError(f"Compare function {name} does not produce averageable metrics (check_average).") from err
+        if getattr(threshold, "check_error_stat", None) == "elemwise":
+            raise GateError("check_average needs check_error_stat max, mean, median or quantile, not elemwise.")
+
+
+def _to_streams(run_results) -> list[Iterable]:
+    runs = list(run_results) if isinstance(run_results, (list, tuple)) else [run_results]
+    streams = []
+    for run in runs:
+        if isinstance(run, RunResults):
+            for name, iterations in run.items():
+                streams.append([RunResults([(name, [it])]) for it in iterations])
+        else:
+            streams.append(iter(run))
+    return streams
+
+
+def _merge_iteration(items) -> list[tuple[str, IterationResult]]:
+    merged = []
+    for item in items:
+        if not isinstance(item, RunResults) or len(item) == 0:
+            raise GateError(f"Expected a RunResults with at least one runner in the stream, got {item!r}.")
+        for name, iterations in item.items():
+            merged.append((name, iterations[0]))
+    return merged
+
+
+def _raise_count_mismatch(streams, items, compared):
+    counts = []
+    for stream, item in zip(streams, items):
+        if isinstance(stream, list):
+            counts.append(len(stream))
+        elif item is _END:
+            counts.append(compared)
+        else:
+            counts.append(f"more than {compared}")  # a live stream is not drained just to count it
+    raise GateError(
+        f"The compared runs have different numbers of iterations: {counts}; every run must have the same count."
+    )

@@ -1,0 +1,358 @@
+"""Compare functions: ``SimpleCompareFunc`` and the result and threshold types it produces.
+
+Formulas follow Polygraphy 0.53.6 ``polygraphy/comparator/compare.py`` (``shared/spec/
+polygraphy-0.53.6.md`` section 3): ``absdiff = |cast_up(a) - cast_up(b)|`` and ``reldiff = absdiff /
+|b|``, with ``b`` (the second runner, e.g. the golden outputs) as the reference and
+2.220446049250313e-16 added to float zeros in the reference. Where Polygraphy is wrong we differ on
+purpose (``shared/spec/README.md``): same-sign infinities match by default (D1), integer and bool
+relative errors are 0 where equal and inf where not (D2), means are accumulated in float64 (D3),
+empty tensors pass with statistics reported as n/a (D4), outputs are paired by exact name (D5), and
+a shape mismatch is a failed result that carries the reason (D8).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from gate.comparator.struct import IterationResult
+from gate.errors import GateError
+
+DEFAULT_TOLERANCE = 1e-5
+EPSILON = 2.220446049250313e-16
+CHECK_ERROR_STATS = ("max", "mean", "median", "elemwise", "quantile")
+METRIC_FIELDS = (
+    "max_absdiff",
+    "max_reldiff",
+    "mean_absdiff",
+    "mean_reldiff",
+    "median_absdiff",
+    "median_reldiff",
+    "quantile_absdiff",
+    "quantile_reldiff",
+)
+
+
+def value_or_from_dict(obj, name, default=None):
+    """Polygraphy's per-output lookup: a non-dict is the value for every output; a dict gives
+    ``obj[name]``, else ``obj[""]`` (the default entry), else ``default``."""
+    if not isinstance(obj, dict):
+        return obj
+    if name in obj:
+        return obj[name]
+    return obj.get("", default)
+
+
+def _failed(value, tolerance):
+    # NaN fails; None (an empty tensor, deviation D4) passes.
+    return value is not None and (math.isnan(value) or value > tolerance)
+
+
+@dataclass(frozen=True)
+class SimpleThreshold:
+    """The criterion of one output: ``check_error_stat`` in max / mean / median / quantile /
+    elemwise, with absolute and relative tolerances (inclusive). A scalar statistic fails only when
+    it exceeds both tolerances (Polygraphy)."""
+
+    check_error_stat: str
+    atol: float
+    rtol: float
+
+    def passed(self, result) -> bool:
+        """Raises:
+        GateError: for ``elemwise``, which cannot be re-checked from summary statistics."""
+        if self.check_error_stat == "elemwise":
+            raise GateError("Cannot re-threshold an 'elemwise' comparison; use max, mean, median or quantile.")
+        abs_val = getattr(result, f"{self.check_error_stat}_absdiff")
+        rel_val = getattr(result, f"{self.check_error_stat}_reldiff")
+        return not (_failed(abs_val, self.atol) and _failed(rel_val, self.rtol))
+
+
+class OutputCompareResult:
+    """Statistics of the comparison of one output between two runners.
+
+    The eight metric fields are Python floats (or None: quantiles when the stat is not
+    ``quantile``, and every statistic of an empty tensor). Extra fields beyond Polygraphy's:
+    ``num_elements``; ``zero_reference_count`` (reference elements equal to 0, whose relative error
+    is inflated by the epsilon); ``mismatch_count`` (elements outside tolerance, elemwise only);
+    ``worst_index`` (index tuple of the largest absolute difference, NaN first); ``dtypes`` and
+    ``shapes`` of both sides; ``error`` (why no statistics could be computed, e.g. a shape
+    mismatch: the result is then a failure).
+    """
+
+    def __init__(self, *metrics, thresholds=None, passed=None, error=None, **extra):
+        values = dict(zip(METRIC_FIELDS, metrics))
+        for field in METRIC_FIELDS:
+            value = values.get(field, extra.pop(field, None))
+            setattr(self, field, None if value is None else float(value))
+        self.thresholds = thresholds
+        self.passed = passed
+        self.error = error
+        self.num_elements = extra.pop("num_elements", None)
+        self.zero_reference_count = extra.pop("zero_reference_count", None)
+        self.mismatch_count = extra.pop("mismatch_count", None)
+        self.worst_index = extra.pop("worst_index", None)
+        self.dtypes = extra.pop("dtypes", None)
+        self.shapes = extra.pop("shapes", None)
+        self.output0_name = extra.pop("output0_name", None)
+        self.output1_name = extra.pop("output1_name", None)
+        if extra:
+            raise TypeError(f"Unknown OutputCompareResult fields: {sorted(extra)}")
+
+    def __bool__(self):
+        if self.error is not None:
+            return False
+        if self.passed is not None:
+            return bool(self.passed)
+        return self.thresholds.passed(self)
+
+    def __str__(self):
+        return f"(atol={self.max_absdiff}, rtol={self.max_reldiff})"
+
+    __repr__ = __str__
+
+    @classmethod
+    def averaged(cls, results):
+        """The average of each metric field over ``results`` (values that are None are skipped, NaN
+        propagates), judged by the first result's thresholds (Polygraphy's ``average_results``)."""
+        metrics = {}
+        for field in METRIC_FIELDS:
+            values = [getattr(r, field) for r in results if getattr(r, field) is not None]
+            metrics[field] = math.fsum(values) / len(values) if values else None
+        first = results[0]
+        return cls(
+            thresholds=first.thresholds,
+            num_elements=sum(r.num_elements or 0 for r in results),
+            zero_reference_count=sum(r.zero_reference_count or 0 for r in results),
+            dtypes=first.dtypes,
+            shapes=first.shapes,
+            output0_name=first.output0_name,
+            output1_name=first.output1_name,
+            **metrics,
+        )
+
+
+def cast_up(array: np.ndarray) -> np.ndarray:
+    """float16 -> float32; int8/uint8/int16/uint16 -> int32; uint32 -> int64; others unchanged
+    (Polygraphy ``comparator/util.py``)."""
+    dtype = array.dtype
+    if dtype == np.float16:
+        return array.astype(np.float32)
+    if dtype in (np.int8, np.uint8, np.int16, np.uint16):
+        return array.astype(np.int32)
+    if dtype == np.uint32:
+        return array.astype(np.int64)
+    return array
+
+
+def compare_arrays(
+    a: np.ndarray,
+    b: np.ndarray,
+    threshold: SimpleThreshold,
+    *,
+    infinities_compare_equal: bool = True,
+    nans_compare_equal: bool = False,
+    quantile: float = 0.99,
+) -> OutputCompareResult:
+    """Compares output ``a`` with reference ``b`` (same shape, any numeric or bool dtype).
+
+    Returns an OutputCompareResult; it never modifies ``a`` or ``b``. A shape mismatch is never
+    broadcast: it gives a failed result whose ``error`` names both shapes (D8).
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    common = {
+        "thresholds": threshold,
+        "dtypes": (str(a.dtype), str(b.dtype)),
+        "shapes": (tuple(a.shape), tuple(b.shape)),
+        "num_elements": int(a.size),
+    }
+    if a.shape != b.shape:
+        return OutputCompareResult(
+            error=f"has shape {tuple(a.shape)} but the reference has shape {tuple(b.shape)}",
+            passed=False,
+            **common,
+        )
+    stat = threshold.check_error_stat
+    if stat not in CHECK_ERROR_STATS:
+        raise GateError(f"Invalid check_error_stat '{stat}'; expected one of {', '.join(CHECK_ERROR_STATS)}.")
+    if a.size == 0:
+        return OutputCompareResult(passed=True, zero_reference_count=0, mismatch_count=0, **common)
+
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if a.dtype == np.bool_ and b.dtype == np.bool_:
+            absdiff = np.logical_xor(a, b)
+        else:
+            absdiff = np.abs(np.subtract(cast_up(a), cast_up(b)))
+        equal_specials = None
+        if infinities_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
+            equal_specials = np.isinf(a) & (a == b)
+        if nans_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
+            both_nan = np.isnan(a) & np.isnan(b)
+            equal_specials = both_nan if equal_specials is None else equal_specials | both_nan
+        if equal_specials is not None and equal_specials.any():
+            absdiff = np.where(equal_specials, 0, absdiff)
+
+        reference = cast_up(b)
+        zero_reference = reference == 0
+        zero_count = int(np.count_nonzero(zero_reference))
+        if np.issubdtype(reference.dtype, np.floating):
+            reference = np.where(zero_reference, reference + EPSILON, reference)
+            reldiff = absdiff / np.abs(reference)
+            if equal_specials is not None:
+                reldiff = np.where(equal_specials, 0, reldiff)
+        else:
+            # D2: integer and bool references have no epsilon; 0 where equal, inf where not.
+            magnitude = np.abs(reference.astype(np.float64))
+            reldiff = np.divide(absdiff, magnitude, out=np.where(absdiff == 0, 0.0, np.inf), where=~zero_reference)
+
+        metrics = {
+            "max_absdiff": np.amax(absdiff).item(),
+            "max_reldiff": np.amax(reldiff).item(),
+            "mean_absdiff": np.mean(absdiff, dtype=np.float64).item(),
+            "mean_reldiff": np.mean(reldiff, dtype=np.float64).item(),
+            "median_absdiff": np.median(cast_up(absdiff)).item(),
+            "median_reldiff": np.median(reldiff).item(),
+        }
+        if stat == "quantile":
+            metrics["quantile_absdiff"] = np.quantile(absdiff, quantile).item()
+            metrics["quantile_reldiff"] = np.quantile(reldiff, quantile).item()
+        worst_index = tuple(int(i) for i in np.unravel_index(int(np.argmax(absdiff)), a.shape))
+
+        passed = None
+        mismatch_count = None
+        if stat == "elemwise":
+            mismatches = (np.greater(absdiff, threshold.atol) | np.isnan(absdiff)) & (
+                np.greater(reldiff, threshold.rtol) | np.isnan(reldiff)
+            )
+            mismatch_count = int(np.count_nonzero(mismatches))
+            passed = mismatch_count == 0
+            if mismatch_count:
+                worst = np.where(mismatches, absdiff, -1) if absdiff.dtype != np.bool_ else mismatches
+                worst_index = tuple(int(i) for i in np.unravel_index(int(np.argmax(worst)), a.shape))
+
+    return OutputCompareResult(
+        passed=passed,
+        zero_reference_count=zero_count,
+        mismatch_count=mismatch_count,
+        worst_index=worst_index,
+        **metrics,
+        **common,
+    )
+
+
+def missing_output_result(name: str, missing_from: str) -> OutputCompareResult:
+    """A failed result for an output that only one side produced (deviation D5)."""
+    return OutputCompareResult(passed=False, error=f"is missing from '{missing_from}'", output0_name=name)
+
+
+def pair_outputs(iter_result0: IterationResult, iter_result1: IterationResult, find_output_func=None):
+    """Yields ``(name0, name1)`` for every output to compare, then ``(name, None)`` / ``(None,
+    name)`` for outputs only one side has. Pairing is by exact name unless a Polygraphy-style
+    ``find_output_func(name0, index, iter_result1) -> list[str] | None`` is given.
+
+    Raises:
+        GateError: both sides have outputs but none could be paired.
+    """
+    paired1 = set()
+    pairs = []
+    for index, name0 in enumerate(iter_result0):
+        if find_output_func is not None:
+            names1 = [n for n in (find_output_func(name0, index, iter_result1) or []) if n in iter_result1]
+        else:
+            names1 = [name0] if name0 in iter_result1 else []
+        pairs.extend((name0, name1) for name1 in names1)
+        paired1.update(names1)
+        if not names1:
+            pairs.append((name0, None))
+    pairs.extend((None, name1) for name1 in iter_result1 if name1 not in paired1)
+    if iter_result0 and iter_result1 and all(n0 is None or n1 is None for n0, n1 in pairs):
+        raise GateError(
+            f"No common outputs: '{iter_result0.runner_name}' has {list(iter_result0)} and "
+            f"'{iter_result1.runner_name}' has {list(iter_result1)}."
+        )
+    return pairs
+
+
+class SimpleCompareFunc:
+    """Element-wise comparison under absolute and relative tolerances (Polygraphy's
+    ``SimpleCompareFunc``; defaults and options as in ``shared/spec/polygraphy-0.53.6.md`` 3.3).
+
+    Args:
+        check_shapes: a shape mismatch is a failure (always on; kept for API compatibility).
+        rtol, atol: tolerances (inclusive), each a float or a per-output dict whose ``""`` entry is
+            the default. Default 1e-5.
+        fail_fast: stop at the first failing output.
+        find_output_func: opt-in fuzzy output pairing (default: exact names, deviation D5).
+        check_error_stat: ``elemwise`` (default), ``max``, ``mean``, ``median`` or ``quantile``;
+            a str or a per-output dict.
+        infinities_compare_equal: same-sign infinities match (default True, deviation D1).
+        nans_compare_equal: NaN in both outputs matches (default False).
+        error_quantile: the quantile for ``quantile`` (default 0.99), float or per-output dict.
+
+    Calling it with two IterationResults returns ``OrderedDict[output name, OutputCompareResult]``.
+    """
+
+    def __init__(
+        self,
+        check_shapes=True,
+        rtol=None,
+        atol=None,
+        fail_fast=None,
+        find_output_func=None,
+        check_error_stat=None,
+        infinities_compare_equal=None,
+        nans_compare_equal=None,
+        error_quantile=None,
+    ):
+        self.check_shapes = check_shapes
+        self.rtol = DEFAULT_TOLERANCE if rtol is None else rtol
+        self.atol = DEFAULT_TOLERANCE if atol is None else atol
+        self.fail_fast = bool(fail_fast)
+        self.find_output_func = find_output_func
+        self.check_error_stat = "elemwise" if check_error_stat is None else check_error_stat
+        self.infinities_compare_equal = True if infinities_compare_equal is None else infinities_compare_equal
+        self.nans_compare_equal = bool(nans_compare_equal)
+        self.error_quantile = 0.99 if error_quantile is None else error_quantile
+        for label, value in (("atol", self.atol), ("rtol", self.rtol)):
+            values = value.values() if isinstance(value, dict) else [value]
+            for v in values:
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or math.isnan(v) or v < 0:
+                    raise GateError(f"{label} must be a non-negative number, got {v!r}.")
+        stats = self.check_error_stat.values() if isinstance(self.check_error_stat, dict) else [self.check_error_stat]
+        for stat in stats:
+            if stat not in CHECK_ERROR_STATS:
+                raise GateError(f"Invalid check_error_stat '{stat}'; expected one of {', '.join(CHECK_ERROR_STATS)}.")
+
+    def thresholds_for(self, name: str) -> SimpleThreshold:
+        """The threshold that applies to output ``name``."""
+        return SimpleThreshold(
+            value_or_from_dict(self.check_error_stat, name, "elemwise"),
+            float(value_or_from_dict(self.atol, name, DEFAULT_TOLERANCE)),
+            float(value_or_from_dict(self.rtol, name, DEFAULT_TOLERANCE)),
+        )
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        results = OrderedDict()
+        for name0, name1 in pair_outputs(iter_result0, iter_result1, self.find_output_func):
+            if name1 is None:
+                results[name0] = missing_output_result(name0, iter_result1.runner_name)
+            elif name0 is None:
+                results[name1] = missing_output_result(name1, iter_result0.runner_name)
+            else:
+                result = compare_arrays(
+                    iter_result0[name0],
+                    iter_result1[name1],
+                    self.thresholds_for(name0),
+                    infinities_compare_equal=self.infinities_compare_equal,
+                    nans_compare_equal=self.nans_compare_equal,
+                    quantile=float(value_or_from_dict(self.error_quantile, name0, 0.99)),
+                )
+                result.output0_name, result.output1_name = name0, name1
+                results[name0] = result
+            if self.fail_fast and not results[name0 if name0 is not None else name1]:
+                break
+        return results

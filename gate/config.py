@@ -1,0 +1,195 @@
+"""``gate.toml``: what to run, on which data, compared how. Read with ``tomllib``.
+
+Every setting can be overridden by a CLI flag or an action input (``load_config(path,
+overrides)``); per-output values use ``polygraphy run``'s ``[<output>:]<value>`` syntax. Example::
+
+    model = "model.onnx"          # relative paths are relative to this file's folder
+    inputs = "data"               # test_data_set_<N>/input_<K>.pb, or <N>.npz files
+    golden = "data"               # output_<K>.pb beside the inputs, or a folder of <N>.npz files
+    runners = ["onnxrt"]          # live runners, each compared with the golden outputs
+
+    [onnxrt]
+    execution_providers = ["CPUExecutionProvider"]
+    graph_optimization_level = "all"
+
+    [compare]
+    atol = 1e-5                   # or a table per output: { "" = 1e-5, "logits" = 1e-3 }
+    rtol = 1e-5
+    check_error_stat = "elemwise" # elemwise | max | mean | median (or a table per output)
+    check_average = false         # judge the average over iterations instead of each iteration
+
+    [report]
+    junit = "accuracy-gate-junit.xml"   # relative to the working directory
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate.comparator.compare import CHECK_ERROR_STATS
+from gate.errors import GateError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+RUNNERS = ("onnxrt",)
+
+# key -> (section, type description)
+_SCHEMA = {
+    "": {"model": str, "inputs": str, "golden": str, "runners": list, "reference_runner": str},
+    "onnxrt": {"execution_providers": list, "graph_optimization_level": str},
+    "compare": {
+        "atol": (int, float, dict),
+        "rtol": (int, float, dict),
+        "check_error_stat": (str, dict),
+        "check_average": bool,
+        "infinities_compare_equal": bool,
+    },
+    "report": {"junit": str, "title": str},
+}
+
+
+@dataclass
+class GateConfig:
+    """A validated configuration. Paths are absolute."""
+
+    path: Path
+    model: Path
+    inputs: Path
+    golden: Path
+    runners: list[str] = field(default_factory=lambda: ["onnxrt"])
+    reference_runner: str = "onnxrt"
+    execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    graph_optimization_level: str = "all"
+    atol: float | dict = 1e-5
+    rtol: float | dict = 1e-5
+    check_error_stat: str | dict = "elemwise"
+    check_average: bool = False
+    infinities_compare_equal: bool = True
+    junit: Path = Path("accuracy-gate-junit.xml")
+    title: str = ""
+
+
+def parse_per_output(values, cast, setting: str):
+    """Parses ``polygraphy run``-style per-output values: each entry is ``[<output>:]<value>``, split
+    on the last ``:`` so names may contain ``:``. A lone default entry gives a plain value, anything
+    else a dict whose ``""`` key is the default.
+
+    Raises:
+        GateError: a value that ``cast`` rejects, naming the setting.
+    """
+    if isinstance(values, str):
+        values = values.replace(",", " ").split()
+    parsed = {}
+    for entry in values:
+        name, sep, raw = str(entry).rpartition(":")
+        if not sep:
+            name, raw = "", entry
+        try:
+            parsed[name] = cast(raw)
+        except ValueError as err:
+            raise GateError(f"{setting}: cannot read {entry!r} ({err}).") from err
+    if not parsed:
+        raise GateError(f"{setting}: no value given.")
+    if list(parsed) == [""]:
+        return parsed[""]
+    return parsed
+
+
+def _check_type(source, section, key, value):
+    expected = _SCHEMA[section][key]
+    types = expected if isinstance(expected, tuple) else (expected,)
+    if isinstance(value, bool) and bool not in types:
+        ok = False
+    else:
+        ok = isinstance(value, types)
+    if not ok:
+        names = " or ".join("table" if t is dict else t.__name__ for t in types)
+        where = f"{section}.{key}" if section else key
+        raise GateError(f"{source}: '{where}' must be a {names}, got {type(value).__name__} {value!r}.")
+
+
+def _flatten(data: dict, source) -> dict:
+    flat = {}
+    for key, value in data.items():
+        if key in _SCHEMA and key and isinstance(value, dict):
+            for sub, subvalue in value.items():
+                if sub not in _SCHEMA[key]:
+                    hint = difflib.get_close_matches(sub, _SCHEMA[key], n=1)
+                    did = f"; did you mean '{hint[0]}'?" if hint else f"; known keys: {', '.join(_SCHEMA[key])}"
+                    raise GateError(f"{source}: unknown setting '{key}.{sub}'{did}")
+                _check_type(source, key, sub, subvalue)
+                flat[sub] = subvalue
+        elif key in _SCHEMA[""]:
+            _check_type(source, "", key, value)
+            flat[key] = value
+        else:
+            known = list(_SCHEMA[""]) + [s for s in _SCHEMA if s]
+            hint = difflib.get_close_matches(key, known, n=1)
+            did = f"; did you mean '{hint[0]}'?" if hint else f"; known keys: {', '.join(known)}"
+            raise GateError(f"{source}: unknown setting '{key}'{did}")
+    return flat
+
+
+def _check_tolerance(source, key, value):
+    values = value.values() if isinstance(value, dict) else [value]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
+            raise GateError(f"{source}: '{key}' must be a non-negative number, got {v!r}.")
+
+
+def load_config(path, overrides: dict | None = None) -> GateConfig:
+    """Reads ``gate.toml`` and applies ``overrides`` (flat keys as in ``GateConfig``; values already
+    parsed, paths relative to the working directory).
+
+    Raises:
+        GateError: the file is missing or not TOML; an unknown key (with a suggestion); a value of
+            the wrong type; a missing ``model``/``inputs``; a negative or NaN tolerance; an unknown
+            check_error_stat or runner; check_average with elemwise.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise GateError(f"{path}: config file not found.") from err
+    except OSError as err:
+        raise GateError(f"{path}: cannot read the config file ({err.strerror}).") from err
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise GateError(f"{path}: not valid TOML ({err}).") from err
+    flat = _flatten(data, path)
+    base = path.resolve().parent
+    settings = {key: base / value if key in ("model", "inputs", "golden") else value for key, value in flat.items()}
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        settings[key] = Path(value).resolve() if key in ("model", "inputs", "golden", "junit") else value
+
+    for required in ("model", "inputs"):
+        if required not in settings:
+            raise GateError(f"{path}: '{required}' is not set; expected a path relative to the config file.")
+    settings.setdefault("golden", settings["inputs"])
+    for key in ("atol", "rtol"):
+        if key in settings:
+            _check_tolerance(path, key, settings[key])
+    stat = settings.get("check_error_stat", "elemwise")
+    for value in stat.values() if isinstance(stat, dict) else [stat]:
+        if value not in CHECK_ERROR_STATS:
+            raise GateError(f"{path}: check_error_stat '{value}' is not one of {', '.join(CHECK_ERROR_STATS)}.")
+    if settings.get("check_average") and "elemwise" in (stat.values() if isinstance(stat, dict) else [stat]):
+        raise GateError(f"{path}: check_average needs check_error_stat max, mean, median or quantile, not elemwise.")
+    for runner in list(settings.get("runners", [])) + [settings.get("reference_runner", "onnxrt")]:
+        if runner not in RUNNERS:
+            raise GateError(f"{path}: unknown runner '{runner}'; available: {', '.join(RUNNERS)}.")
+    if "runners" in settings and not settings["runners"]:
+        raise GateError(f"{path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
+    if "junit" in settings:
+        settings["junit"] = Path(settings["junit"])
+    return GateConfig(path=path.resolve(), **settings)

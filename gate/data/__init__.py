@@ -1,0 +1,17 @@
+"""Stored inputs and golden outputs, read lazily one iteration at a time.
+
+Two layouts (``open_tensor_set`` detects which):
+
+- ONNX model zoo (``onnx/backend/test`` layout): ``<dir>/test_data_set_<N>/input_<K>.pb`` and
+  ``output_<K>.pb``, each a serialized ``onnx.TensorProto``. Inputs and golden outputs share the
+  directory. A TensorProto with an empty ``name`` takes the model's K-th input (output) name.
+- A per-iteration directory of ``.npz`` files: ``<dir>/<N>.npz`` (``N`` a decimal index, zero-padding
+  allowed), each holding one array per tensor, keyed by tensor name.
+
+Iterations are numbered 0..n-1 without gaps; a gap or a duplicate index is an error naming the
+directory.
+"""
+
+from gate.data.storage import TensorSet, detect_layout, open_tensor_set, write_iteration
+
+__all__ = ["TensorSet", "detect_layout", "open_tensor_set", "write_iteration"]

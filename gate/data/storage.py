@@ -1,0 +1,184 @@
+"""Readers and writers of the two stored tensor layouts (see ``gate.data``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from gate.errors import GateError
+
+MODEL_ZOO = "onnx-zoo"
+NPZ = "npz"
+LAYOUTS = (MODEL_ZOO, NPZ)
+
+_ZOO_DIR = re.compile(r"^test_data_set_(\d+)$")
+_NPZ_FILE = re.compile(r"^(\d+)\.npz$")
+
+
+def detect_layout(directory: Path) -> str:
+    """Returns ``"onnx-zoo"`` or ``"npz"`` for an existing directory.
+
+    Raises:
+        GateError: the directory is missing or holds neither layout.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise GateError(f"{directory}: directory not found; expected stored inputs or golden outputs there.")
+    names = os.listdir(directory)
+    if any(_ZOO_DIR.match(n) for n in names):
+        return MODEL_ZOO
+    if any(_NPZ_FILE.match(n) for n in names):
+        return NPZ
+    raise GateError(f"{directory}: holds neither test_data_set_<N>/ folders (ONNX model-zoo layout) nor <N>.npz files.")
+
+
+def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
+    found: dict[int, Path] = {}
+    for name in os.listdir(directory):
+        match = pattern.match(name)
+        if not match:
+            continue
+        index = int(match.group(1))
+        if index in found:
+            raise GateError(f"{directory}: iteration {index} is stored twice ({found[index].name} and {name}).")
+        found[index] = directory / name
+    for expected in range(len(found)):
+        if expected not in found:
+            raise GateError(
+                f"{directory}: iteration {expected} is missing; iterations must be numbered 0..{len(found) - 1} "
+                "without gaps."
+            )
+    return [found[i] for i in range(len(found))]
+
+
+class TensorSet:
+    """A lazily read sequence of iterations, each an ``OrderedDict[name, numpy.ndarray]``.
+
+    Args:
+        directory: the stored data.
+        kind: ``"input"`` or ``"output"`` (which files of the model-zoo layout, and the word used in
+            error messages).
+        names: the model's input (output) names, in order, used for model-zoo TensorProtos whose
+            ``name`` is empty.
+
+    ``len()`` is the number of iterations; ``set[i]`` reads iteration ``i`` from disk (nothing is
+    cached, so iterating keeps one iteration in memory).
+
+    Raises:
+        GateError: a missing, corrupt or unreadable file, naming it.
+    """
+
+    def __init__(self, directory, kind: str, names: Sequence[str] = ()):
+        self.directory = Path(directory)
+        self.kind = kind
+        self.names = list(names)
+        self.layout = detect_layout(self.directory)
+        pattern = _ZOO_DIR if self.layout == MODEL_ZOO else _NPZ_FILE
+        self.entries = _indexed_entries(self.directory, pattern)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[OrderedDict]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def location(self, index: int) -> Path:
+        """The folder or file that holds iteration ``index``."""
+        return self.entries[index]
+
+    def __getitem__(self, index: int) -> OrderedDict:
+        if index < 0 or index >= len(self):
+            raise IndexError(index)
+        if self.layout == MODEL_ZOO:
+            return self._read_zoo(self.entries[index])
+        return _read_npz(self.entries[index])
+
+    def _read_zoo(self, folder: Path) -> OrderedDict:
+        prefix = f"{self.kind}_"
+        files = {}
+        for name in os.listdir(folder):
+            if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
+                files[int(name[len(prefix) : -3])] = folder / name
+        expected = max(len(self.names), max(files) + 1 if files else 0)
+        for position in range(expected):
+            if position not in files:
+                what = f" ({self.kind} '{self.names[position]}')" if position < len(self.names) else ""
+                raise GateError(f"{folder / f'{prefix}{position}.pb'}: file not found{what}.")
+        tensors = OrderedDict()
+        for position in range(expected):
+            name, array = read_tensor_proto(files[position])
+            if not name:
+                if position >= len(self.names):
+                    raise GateError(
+                        f"{files[position]}: the tensor has no name and the model has only "
+                        f"{len(self.names)} {self.kind}(s) to take it from."
+                    )
+                name = self.names[position]
+            tensors[name] = array
+        return tensors
+
+
+def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
+    """Reads one serialized ``onnx.TensorProto`` file; returns ``(name, array)``.
+
+    Raises:
+        GateError: the file is missing, truncated or not a TensorProto.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise GateError(f"{path}: cannot read ({err.strerror}).") from err
+    tensor = onnx.TensorProto()
+    try:
+        tensor.ParseFromString(data)
+        array = numpy_helper.to_array(tensor)
+    except Exception as err:  # protobuf's DecodeError and numpy_helper's ValueError/TypeError
+        raise GateError(f"{path}: not a valid ONNX TensorProto ({type(err).__name__}: {err}).") from err
+    return tensor.name, array
+
+
+def _read_npz(path: Path) -> OrderedDict:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return OrderedDict((name, archive[name]) for name in archive.files)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+        raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
+
+
+def open_tensor_set(directory, kind: str, names: Sequence[str] = ()) -> TensorSet:
+    """Opens stored inputs (``kind="input"``) or golden outputs (``kind="output"``); see
+    ``TensorSet``."""
+    return TensorSet(directory, kind, names)
+
+
+def write_iteration(directory, layout: str, kind: str, index: int, tensors: OrderedDict[str, np.ndarray]) -> list[Path]:
+    """Writes one iteration's tensors in ``layout`` and returns the files written.
+
+    Model zoo: ``<dir>/test_data_set_<index>/<kind>_<K>.pb`` (K = position, TensorProto named after
+    the tensor). npz: ``<dir>/<index:06d>.npz`` (compressed).
+    """
+    directory = Path(directory)
+    if layout == MODEL_ZOO:
+        folder = directory / f"test_data_set_{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for position, (name, array) in enumerate(tensors.items()):
+            path = folder / f"{kind}_{position}.pb"
+            path.write_bytes(numpy_helper.from_array(np.asarray(array), name=name).SerializeToString())
+            written.append(path)
+        return written
+    if layout == NPZ:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{index:06d}.npz"
+        np.savez_compressed(path, **{name: np.asarray(a) for name, a in tensors.items()})
+        return [path]
+    raise GateError(f"Unknown layout '{layout}'; expected one of {', '.join(LAYOUTS)}.")

@@ -1,0 +1,219 @@
+"""The gate's main jobs: ``check`` (stream stored inputs through the live runners and compare every
+output with the golden outputs) and ``record`` (write golden outputs from a reference runner)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+import gate
+from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
+from gate.comparator import Comparator, SimpleCompareFunc
+from gate.config import GateConfig
+from gate.data import open_tensor_set, write_iteration
+from gate.data.storage import MODEL_ZOO, NPZ, detect_layout
+from gate.errors import GateError
+from gate.results import ERROR, PASSED, REGRESSED, GateResult, verdicts
+
+log = logging.getLogger("gate")
+
+
+def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
+    """The ONNX model's graph input names (initializers excluded) and output names, in order.
+
+    Raises:
+        GateError: the file is missing or not an ONNX model.
+    """
+    if not model_path.is_file():
+        raise GateError(f"{model_path}: model file not found.")
+    try:
+        model = onnx.load(str(model_path), load_external_data=False)
+    except Exception as err:  # protobuf DecodeError and friends
+        raise GateError(f"{model_path}: not an ONNX model ({type(err).__name__}: {err}).") from err
+    initializers = {init.name for init in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    outputs = [o.name for o in model.graph.output]
+    if not outputs:
+        raise GateError(f"{model_path}: the model has no graph outputs.")
+    return inputs, outputs
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
+    if kind == "onnxrt":
+        session = SessionFromOnnx(cfg.model, cfg.execution_providers, cfg.graph_optimization_level)
+        return OnnxrtRunner(session, name=name or "onnxrt")
+    raise GateError(f"{cfg.path}: unknown runner '{kind}'.")
+
+
+class _TrackedInputs:
+    """Iterates the stored inputs and remembers which iteration is being run, so that an error during
+    inference can name the iteration and its file."""
+
+    def __init__(self, inputs):
+        self.inputs = inputs
+        self.current = None
+
+    def __iter__(self):
+        for index in range(len(self.inputs)):
+            self.current = index
+            yield self.inputs[index]
+        self.current = None
+
+
+def _facts(cfg: GateConfig, runners) -> dict:
+    import onnxruntime
+
+    providers = []
+    for runner in runners:
+        providers.extend(p for p in getattr(runner, "execution_providers", []) if p not in providers)
+    return {
+        "accuracy_gate_version": gate.__version__,
+        "onnxruntime_version": onnxruntime.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+        "execution_providers": ",".join(providers or cfg.execution_providers),
+        "model_sha256": sha256_of(cfg.model),
+    }
+
+
+def check(cfg: GateConfig) -> GateResult:
+    """Streams every stored input through the live runners and the golden set, compares each output
+    (SimpleCompareFunc with the configured tolerances, golden as the reference), and returns the
+    verdict. Memory stays flat: one iteration of inputs, outputs and golden data at a time.
+
+    Raises:
+        GateError: anything that prevents evaluation (bad model, missing or mismatched data, a runner
+            failing), naming the file, tensor or iteration.
+    """
+    start = time.perf_counter()
+    input_names, output_names = model_io_names(cfg.model)
+    inputs = open_tensor_set(cfg.inputs, "input", input_names)
+    golden = open_tensor_set(cfg.golden, "output", output_names)
+    if len(inputs) == 0:
+        raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
+    if len(golden) != len(inputs):
+        raise GateError(
+            f"{cfg.golden}: {len(golden)} golden iterations for {len(inputs)} stored inputs in {cfg.inputs}; "
+            "every input needs its golden outputs (run 'accuracy-gate record')."
+        )
+    runners = [
+        make_runner(kind, cfg, kind if cfg.runners.count(kind) == 1 else f"{kind}-{i}")
+        for i, kind in enumerate(cfg.runners)
+    ]
+    compare_func = SimpleCompareFunc(
+        atol=cfg.atol,
+        rtol=cfg.rtol,
+        check_error_stat=cfg.check_error_stat,
+        infinities_compare_equal=cfg.infinities_compare_equal,
+    )
+    feed = _TrackedInputs(inputs)
+    live = Comparator.run(runners, data_loader=feed, streaming=True)
+    golden_stream = (_golden_run(golden, i) for i in range(len(golden)))
+    comparisons = [(i, len(runners)) for i in range(len(runners))]
+    try:
+        accuracy = Comparator.compare_accuracy(
+            [live, golden_stream],
+            compare_func=compare_func,
+            check_average=cfg.check_average,
+            comparisons=comparisons,
+        )
+    except GateError as err:
+        if feed.current is not None and str(inputs.location(feed.current)) not in str(err):
+            raise GateError(f"iteration {feed.current} ({inputs.location(feed.current)}): {err}") from err
+        raise
+    facts = _facts(cfg, runners)
+    rows = verdicts(accuracy[0])
+    return _gate_result(cfg, rows, len(inputs), time.perf_counter() - start, facts)
+
+
+def _golden_run(golden, index):
+    from gate.comparator.struct import IterationResult, RunResults
+
+    return RunResults([("golden", [IterationResult(golden[index], 0.0, "golden")])])
+
+
+def _gate_result(cfg, rows, iterations, duration, facts) -> GateResult:
+    model = cfg.model.name
+    common = {
+        "model": model,
+        "rows": rows,
+        "iterations": iterations,
+        "duration_s": duration,
+        "facts": facts,
+        "title": cfg.title,
+    }
+    if not rows:
+        return GateResult(status=ERROR, message="zero outputs were compared", **common)
+    errors = [row for row in rows if row.error]
+    if errors:
+        names = ", ".join(f"'{row.output}' ({row.error})" for row in errors)
+        return GateResult(status=ERROR, message=f"could not compare {names}", **common)
+    failed = [row for row in rows if not row.passed]
+    if failed:
+        names = ", ".join(f"'{row.output}'" for row in failed)
+        return GateResult(
+            status=REGRESSED,
+            message=f"{len(failed)} of {len(rows)} outputs out of tolerance: {names}",
+            **common,
+        )
+    return GateResult(
+        status=PASSED,
+        message=f"{len(rows)} of {len(rows)} outputs within tolerance over {iterations} iterations",
+        **common,
+    )
+
+
+def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> list[Path]:
+    """Runs the reference runner (``cfg.reference_runner``, ONNX Runtime CPU by default) over every
+    stored input and writes its outputs as the golden set, one iteration at a time.
+
+    The golden layout follows the inputs' layout unless ``layout`` (``onnx-zoo`` / ``npz``) is given.
+
+    Raises:
+        GateError: golden outputs already exist and ``force`` is False; no stored inputs.
+    """
+    input_names, output_names = model_io_names(cfg.model)
+    inputs = open_tensor_set(cfg.inputs, "input", input_names)
+    if len(inputs) == 0:
+        raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
+    layout = layout or inputs.layout
+    existing = _existing_golden(cfg.golden, layout)
+    if existing and not force:
+        raise GateError(
+            f"{existing[0]}: golden outputs already exist ({len(existing)} files); pass --force to overwrite them."
+        )
+    for path in existing:
+        path.unlink()
+    written = []
+    runner = make_runner(cfg.reference_runner, cfg, name=cfg.reference_runner)
+    with runner:
+        for index in range(len(inputs)):
+            outputs = runner.infer(inputs[index])
+            written.extend(write_iteration(cfg.golden, layout, "output", index, outputs))
+    return written
+
+
+def _existing_golden(directory: Path, layout: str) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    if layout == MODEL_ZOO:
+        return sorted(directory.glob("test_data_set_*/output_*.pb"))
+    if layout == NPZ:
+        if directory.exists() and any(directory.iterdir()) and detect_layout(directory) == NPZ:
+            return sorted(directory.glob("*.npz"))
+        return []
+    raise GateError(f"Unknown golden layout '{layout}'; expected onnx-zoo or npz.")
