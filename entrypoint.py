@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Entry point of the accuracy-gate Docker action: reads INPUT_* from the environment and runs the
+gate (see gate/action.py). Exit code: 0 pass, 1 accuracy regressed, 2 could not evaluate."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from gate.action import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())
