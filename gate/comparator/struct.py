@@ -171,7 +171,7 @@ class AccuracyResult(OrderedDict):
             IndexError: no pair has been compared.
         """
         if runner_pair is None:
-            if not self:
+            if len(self) == 0:
                 raise IndexError("AccuracyResult has no runner pairs")
             runner_pair = next(iter(self.keys()))
         iterations = self[runner_pair]
@@ -205,7 +205,7 @@ class AccuracyResult(OrderedDict):
                 output, or a compare function without averageable metrics).
         """
         if runner_pair is None:
-            if not self:
+            if len(self) == 0:
                 return OrderedDict()
             runner_pair = next(iter(self.keys()))
         iterations = self[runner_pair]
@@ -219,7 +219,7 @@ class AccuracyResult(OrderedDict):
 def _average(samples, name):
     first = samples[0][1]
     for index, result in samples:
-        if not hasattr(result, "averaged"):
+        if getattr(result, "error", None) or not hasattr(result, "averaged"):
             reason = getattr(result, "error", None) or "it has no averageable statistics"
             raise GateError(f"check_average cannot average output '{name}': iteration {index} {reason}.")
     return type(first).averaged([r for _, r in samples])
