@@ -199,19 +199,22 @@ class TestCompareAccuracy:
 
     def test_case24_25_check_average(self):
         func = SimpleCompareFunc(check_error_stat="mean", atol=1.5, rtol=0)
-        acc = Comparator.compare_accuracy([run_of("a", [0, 0]), run_of("b", [0, 2])], compare_func=func,
-                                          check_average=True)[0]
+        acc = Comparator.compare_accuracy(
+            [run_of("a", [0, 0]), run_of("b", [0, 2])], compare_func=func, check_average=True
+        )[0]
         assert acc.aggregation == "average" and acc.stats() == (1, 1, 2)
         assert acc.average_results()["y"].mean_absdiff == 1.0 and acc
-        acc = Comparator.compare_accuracy([run_of("a", [0] * 4), run_of("b", [0, 0, 0, 8])], compare_func=func,
-                                          check_average=True)[0]
+        acc = Comparator.compare_accuracy(
+            [run_of("a", [0] * 4), run_of("b", [0, 0, 0, 8])], compare_func=func, check_average=True
+        )[0]
         assert acc.stats() == (3, 1, 4) and acc.average_results()["y"].mean_absdiff == 2.0 and not acc
 
     def test_case26_check_average_rejections(self):
         runs = [run_of("a", [0]), run_of("b", [0])]
         with pytest.raises(GateError, match="fail_fast"):
-            Comparator.compare_accuracy(runs, check_average=True, fail_fast=True,
-                                        compare_func=SimpleCompareFunc(check_error_stat="max"))
+            Comparator.compare_accuracy(
+                runs, check_average=True, fail_fast=True, compare_func=SimpleCompareFunc(check_error_stat="max")
+            )
         with pytest.raises(GateError, match="not elemwise"):
             Comparator.compare_accuracy(runs, check_average=True)
         with pytest.raises(GateError, match="does not support average"):
@@ -220,8 +223,9 @@ class TestCompareAccuracy:
     def test_case27_average_over_shape_mismatch_names_output(self):
         a = RunResults([("a", [it("a", y=np.zeros(2, F32)), it("a", y=np.zeros(3, F32))])])
         b = RunResults([("b", [it("b", y=np.zeros(2, F32)), it("b", y=np.zeros(2, F32))])])
-        acc = Comparator.compare_accuracy([a, b], check_average=True,
-                                          compare_func=SimpleCompareFunc(check_error_stat="max"))[0]
+        acc = Comparator.compare_accuracy(
+            [a, b], check_average=True, compare_func=SimpleCompareFunc(check_error_stat="max")
+        )[0]
         with pytest.raises(GateError, match="check_average cannot average output 'y': iteration 1 has shape"):
             bool(acc)
 
@@ -242,9 +246,7 @@ class TestCompareAccuracy:
 
     def test_case31_several_compare_funcs(self):
         runs = [run_of("a", [0]), run_of("b", [0])]
-        results = Comparator.compare_accuracy(
-            runs, compare_func=[lambda x, y: {"y": False}, lambda x, y: {"y": True}]
-        )
+        results = Comparator.compare_accuracy(runs, compare_func=[lambda x, y: {"y": False}, lambda x, y: {"y": True}])
         assert len(results) == 2 and not results[0] and results[1] and not results
 
     def test_accuracy_result_bool_and_percentage(self):

@@ -1,0 +1,75 @@
+"""Shared fixtures: the shipped example copied to a temp folder, and a small generated ONNX model."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "ppocr-cls"
+EXAMPLE_OUTPUT = "save_infer_model/scale_0.tmp_1"
+
+
+@pytest.fixture
+def example(tmp_path) -> Path:
+    """A writable copy of examples/ppocr-cls (real model, 8 inputs, golden outputs)."""
+    dest = tmp_path / "ppocr-cls"
+    shutil.copytree(EXAMPLE, dest)
+    return dest
+
+
+def perturb_golden(path: Path, index=(0, 0), delta=0.01) -> None:
+    tensor = onnx.load_tensor(str(path))
+    array = numpy_helper.to_array(tensor).copy()
+    array[index] += delta
+    path.write_bytes(numpy_helper.from_array(array, tensor.name).SerializeToString())
+
+
+def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """Runs ``python -m gate ARGS`` as a user would; returns the completed process (text)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gate", *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def make_small_model(path: Path, size: int = 64, seed: int = 0) -> Path:
+    """A real two-output ONNX model: y = relu(x @ W + b), s = reduce_sum(y) over the last axis.
+    x: float32 [batch, size]."""
+    rng = np.random.default_rng(seed)
+    weight = numpy_helper.from_array(rng.standard_normal((size, size)).astype(np.float32), "W")
+    bias = numpy_helper.from_array(rng.standard_normal(size).astype(np.float32), "b")
+    axes = numpy_helper.from_array(np.array([-1], np.int64), "axes")
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["xw"]),
+        helper.make_node("Add", ["xw", "b"], ["pre"]),
+        helper.make_node("Relu", ["pre"], ["y"]),
+        helper.make_node("ReduceSum", ["y", "axes"], ["s"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", size])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", size]),
+            helper.make_tensor_value_info("s", TensorProto.FLOAT, ["batch"]),
+        ],
+        [weight, bias, axes],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def write_gate_toml(folder: Path, text: str) -> Path:
+    path = folder / "gate.toml"
+    path.write_text(text, encoding="utf-8")
+    return path

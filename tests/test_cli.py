@@ -1,0 +1,164 @@
+"""The main job through the CLI, as a user runs it: the shipped real model passes, a perturbed or
+mismatched golden set regresses (exit 1), missing data or bad config cannot evaluate (exit 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+from junitparser import Error, Failure, JUnitXml
+
+from conftest import EXAMPLE, EXAMPLE_OUTPUT, make_small_model, perturb_golden, run_cli, write_gate_toml
+
+
+def one_line_error(proc) -> str:
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_shipped_example_passes(tmp_path):
+    junit = tmp_path / "junit.xml"
+    proc = run_cli("check", EXAMPLE / "gate.toml", "--junit", junit)
+    assert proc.returncode == 0, proc.stderr
+    assert EXAMPLE_OUTPUT in proc.stdout
+    assert "8 iterations" in proc.stdout and "PASSED" in proc.stdout
+    xml = JUnitXml.fromfile(str(junit))
+    suites = list(xml)
+    assert len(suites) == 1 and suites[0].name == "onnxrt vs golden"
+    assert suites[0].tests == 1 and suites[0].failures == 0 and suites[0].errors == 0
+    cases = list(suites[0])
+    assert [c.name for c in cases] == [f"model.onnx/{EXAMPLE_OUTPUT}"] and cases[0].is_passed
+    props = {p.name: p.value for p in suites[0].properties()}
+    assert props["execution_providers"] == "CPUExecutionProvider"
+    assert len(props["model_sha256"]) == 64 and props["iterations"] == "8"
+    assert {"onnxruntime_version", "numpy_version", "accuracy_gate_version"} <= set(props)
+
+
+def test_perturbed_golden_regresses_and_names_the_output(example, tmp_path):
+    perturb_golden(example / "data" / "test_data_set_5" / "output_0.pb")
+    junit = tmp_path / "junit.xml"
+    proc = run_cli("check", example / "gate.toml", "--junit", junit)
+    assert proc.returncode == 1, proc.stderr
+    assert f"REGRESSED: 1 of 1 outputs out of tolerance: '{EXAMPLE_OUTPUT}'" in proc.stdout
+    case = next(iter(next(iter(JUnitXml.fromfile(str(junit))))))
+    (failure,) = [r for r in case.result if isinstance(r, Failure)]
+    assert "at iteration 5, element [0, 0]" in failure.message
+    assert "1/8 iterations failed" in failure.message
+    assert "worst max abs error 0.01 (atol 1e-05)" in failure.message
+
+
+def test_zero_tolerance_against_golden_from_another_session_setting(example):
+    # Golden recorded with graph optimizations disabled differs by ~1e-6 from the default session.
+    proc = run_cli("record", example / "gate.toml", "--force", "--graph-optimization-level", "disable")
+    assert proc.returncode == 0, proc.stderr
+    assert run_cli("check", example / "gate.toml", "--junit", example / "j.xml").returncode == 0
+    proc = run_cli("check", example / "gate.toml", "--atol", "0", "--rtol", "0", "--junit", example / "j.xml")
+    assert proc.returncode == 1
+    assert EXAMPLE_OUTPUT in proc.stdout and "FAIL" in proc.stdout
+
+
+def test_removed_golden_file_cannot_evaluate(example):
+    (example / "data" / "test_data_set_3" / "output_0.pb").unlink()
+    proc = run_cli("check", example / "gate.toml", "--junit", example / "j.xml")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert line == (
+        f"accuracy-gate: error: {example}/data/test_data_set_3/output_0.pb: file not found (output '{EXAMPLE_OUTPUT}')."
+    )
+
+
+def test_record_refuses_to_overwrite(example):
+    proc = run_cli("record", example / "gate.toml")
+    assert proc.returncode == 2
+    assert "golden outputs already exist (8 files); pass --force" in one_line_error(proc)
+    assert run_cli("record", example / "gate.toml", "--force").returncode == 0
+
+
+def test_npz_layout_record_and_check(tmp_path):
+    model = make_small_model(tmp_path / "m.onnx")
+    rng = np.random.default_rng(1)
+    (tmp_path / "inputs").mkdir()
+    for i in range(3):
+        np.savez(tmp_path / "inputs" / f"{i:03d}.npz", x=rng.standard_normal((2, 64)).astype(np.float32))
+    cfg = write_gate_toml(tmp_path, f'model = "{model.name}"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    assert sorted(p.name for p in (tmp_path / "golden").iterdir()) == ["000000.npz", "000001.npz", "000002.npz"]
+    proc = run_cli("check", cfg, "--check-error-stat", "max", "s:mean", "--atol", "1e-6", "--junit", tmp_path / "j")
+    assert proc.returncode == 0, proc.stderr
+    assert "y       max" in proc.stdout and "s       mean" in proc.stdout
+    np.savez(tmp_path / "golden" / "000001.npz", y=np.zeros((2, 64), np.float32), s=np.zeros(2, np.float32))
+    proc = run_cli("check", cfg, "--junit", tmp_path / "j")
+    assert proc.returncode == 1 and "2 of 2 outputs out of tolerance" in proc.stdout
+
+
+def test_shape_mismatch_cannot_evaluate(tmp_path):
+    model = make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "golden").mkdir()
+    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((2, 64), np.float32))
+    np.savez(tmp_path / "golden" / "0.npz", y=np.ones((1, 64), np.float32), s=np.ones(2, np.float32))
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    junit = tmp_path / "j.xml"
+    proc = run_cli("check", cfg, "--junit", junit)
+    assert proc.returncode == 2
+    assert "could not compare 'y' (has shape (2, 64) but the reference has shape (1, 64))" in proc.stdout
+    errors = [r for case in next(iter(JUnitXml.fromfile(str(junit)))) for r in case.result if isinstance(r, Error)]
+    assert len(errors) == 1
+
+
+def test_golden_count_mismatch_names_both_counts(tmp_path):
+    model = make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    for i in range(3):
+        np.savez(tmp_path / "inputs" / f"{i}.npz", x=np.ones((1, 64), np.float32))
+    cfg = write_gate_toml(tmp_path, f'model = "{model.name}"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    (tmp_path / "golden" / "000002.npz").unlink()
+    proc = run_cli("check", cfg)
+    assert proc.returncode == 2
+    assert "2 golden iterations for 3 stored inputs" in one_line_error(proc)
+
+
+def test_config_mistakes_are_one_line(tmp_path):
+    make_small_model(tmp_path / "m.onnx")
+    cases = {
+        'model = "m.onnx"\ninputs = "i"\n[compare]\natoll = 1\n': "unknown setting 'compare.atoll'; did you mean 'atol'?",
+        'model = "m.onnx"\ninputs = "i"\n[compare]\natol = -1\n': "'atol' must be a non-negative number, got -1",
+        'model = "m.onnx"\ninputs = "i"\n[compare]\ncheck_average = true\n': "check_average needs check_error_stat",
+        'inputs = "i"\n': "'model' is not set",
+        'model = "m.onnx"\ninputs = 3\n': "'inputs' must be a str, got int 3",
+        'model = "m.onnx"\ninputs = "i"\nmodle = 1\n': "unknown setting 'modle'; did you mean 'model'?",
+        "model = [": "not valid TOML",
+    }
+    for text, expected in cases.items():
+        cfg = write_gate_toml(tmp_path, text)
+        proc = run_cli("check", cfg)
+        assert proc.returncode == 2, text
+        line = one_line_error(proc)
+        assert str(cfg) in line and expected in line, (text, line)
+
+
+def test_model_mistakes_are_one_line(tmp_path):
+    (tmp_path / "inputs").mkdir()
+    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float32))
+    (tmp_path / "bad.onnx").write_bytes(b"this is not a protobuf \xff\xfe")
+    for model, expected in (("missing.onnx", "model file not found"), ("bad.onnx", "not an ONNX model")):
+        cfg = write_gate_toml(tmp_path, f'model = "{model}"\ninputs = "inputs"\n')
+        proc = run_cli("check", cfg)
+        assert proc.returncode == 2
+        line = one_line_error(proc)
+        assert str(tmp_path / model) in line and expected in line
+
+
+def test_wrong_input_dtype_names_the_input(tmp_path):
+    make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "golden").mkdir()
+    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float64))
+    np.savez(tmp_path / "golden" / "0.npz", y=np.ones((1, 64), np.float32), s=np.ones(1, np.float32))
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    proc = run_cli("check", cfg)
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "iteration 0" in line and "0.npz" in line
+    assert "input 'x' has dtype float64, the model expects float32" in line
