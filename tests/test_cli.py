@@ -92,7 +92,7 @@ def test_npz_layout_record_and_check(tmp_path):
 
 
 def test_shape_mismatch_cannot_evaluate(tmp_path):
-    model = make_small_model(tmp_path / "m.onnx")
+    make_small_model(tmp_path / "m.onnx")
     (tmp_path / "inputs").mkdir()
     (tmp_path / "golden").mkdir()
     np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((2, 64), np.float32))
@@ -122,7 +122,9 @@ def test_golden_count_mismatch_names_both_counts(tmp_path):
 def test_config_mistakes_are_one_line(tmp_path):
     make_small_model(tmp_path / "m.onnx")
     cases = {
-        'model = "m.onnx"\ninputs = "i"\n[compare]\natoll = 1\n': "unknown setting 'compare.atoll'; did you mean 'atol'?",
+        'model = "m.onnx"\ninputs = "i"\n[compare]\natoll = 1\n': (
+            "unknown setting 'compare.atoll'; did you mean 'atol'?"
+        ),
         'model = "m.onnx"\ninputs = "i"\n[compare]\natol = -1\n': "'atol' must be a non-negative number, got -1",
         'model = "m.onnx"\ninputs = "i"\n[compare]\ncheck_average = true\n': "check_average needs check_error_stat",
         'inputs = "i"\n': "'model' is not set",

@@ -1,0 +1,78 @@
+"""Stored inputs and golden outputs: both layouts read back what was written, lazily, and every
+broken layout is one GateError naming the file or folder."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from gate.data import open_tensor_set, write_iteration
+from gate.errors import GateError
+
+
+def tensors(i):
+    return OrderedDict([("a/b:0", np.full((2, 3), i, np.float32)), ("ids", np.arange(4, dtype=np.int64) + i)])
+
+
+@pytest.mark.parametrize("layout", ["onnx-zoo", "npz"])
+def test_round_trip(tmp_path, layout):
+    for i in range(3):
+        write_iteration(tmp_path, layout, "output", i, tensors(i))
+    stored = open_tensor_set(tmp_path, "output")
+    assert len(stored) == 3 and stored.layout == layout
+    for i, got in enumerate(stored):
+        assert list(got) == ["a/b:0", "ids"]
+        assert got["a/b:0"].dtype == np.float32 and got["a/b:0"].tolist() == [[i] * 3] * 2
+        assert got["ids"].tolist() == [i, i + 1, i + 2, i + 3]
+
+
+def test_unnamed_tensor_protos_take_the_model_names(tmp_path):
+    from onnx import numpy_helper
+
+    folder = tmp_path / "test_data_set_0"
+    folder.mkdir()
+    (folder / "input_0.pb").write_bytes(numpy_helper.from_array(np.ones(2, np.float32)).SerializeToString())
+    assert list(open_tensor_set(tmp_path, "input", ["x"])[0]) == ["x"]
+    with pytest.raises(GateError, match="has no name and the model has only 0 input"):
+        open_tensor_set(tmp_path, "input")[0]
+
+
+def test_gap_and_duplicate_indices(tmp_path):
+    for i in (0, 2):
+        write_iteration(tmp_path, "npz", "output", i, tensors(i))
+    with pytest.raises(GateError, match=r"iteration 1 is missing; iterations must be numbered 0..1"):
+        open_tensor_set(tmp_path, "output")
+    np.savez(tmp_path / "1.npz", x=np.ones(1))
+    np.savez(tmp_path / "0002.npz", x=np.ones(1))
+    with pytest.raises(GateError, match="iteration 2 is stored twice"):
+        open_tensor_set(tmp_path, "output")
+
+
+def test_corrupt_files_name_the_file(tmp_path):
+    write_iteration(tmp_path / "zoo", "onnx-zoo", "output", 0, tensors(0))
+    bad = tmp_path / "zoo" / "test_data_set_0" / "output_1.pb"
+    bad.write_bytes(bad.read_bytes()[:7])
+    with pytest.raises(GateError, match=f"{bad}: not a valid ONNX TensorProto"):
+        open_tensor_set(tmp_path / "zoo", "output")[0]
+    (tmp_path / "n").mkdir()
+    (tmp_path / "n" / "0.npz").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(GateError, match="0.npz: not a readable .npz file"):
+        open_tensor_set(tmp_path / "n", "output")[0]
+
+
+def test_folder_with_neither_layout(tmp_path):
+    (tmp_path / "readme.txt").write_text("x")
+    with pytest.raises(GateError, match="holds neither test_data_set_<N>/ folders"):
+        open_tensor_set(tmp_path, "input")
+    with pytest.raises(GateError, match="directory not found"):
+        open_tensor_set(tmp_path / "nope", "input")
+
+
+def test_reading_is_lazy(tmp_path):
+    write_iteration(tmp_path, "npz", "output", 0, tensors(0))
+    stored = open_tensor_set(tmp_path, "output")
+    (tmp_path / "000000.npz").unlink()
+    with pytest.raises(GateError, match="000000.npz"):
+        stored[0]
