@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import re
 import socket
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from werkzeug import Request, Response
 
 import gate
 from gate.errors import GateError
@@ -22,96 +19,15 @@ from gate.github.comments import (
     upsert_comment,
 )
 
-TOKEN = "ghs_SECRETtoken0123456789abcdefXYZ"
-REPO = "octo-org/model-zoo"
-PR = 42
-
-_LIST = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments$")
-_ONE = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<id>\d+)$")
+from fake_github import LIST_PATH as _LIST
+from fake_github import PR, REPO, TOKEN, FakeGitHub
+from fake_github import json_response as _json
 
 
 @pytest.fixture
 def httpserver(httpserver_ipv4):
     """pytest-httpserver's server, bound to 127.0.0.1 (the plain fixture may bind to 'localhost')."""
     return httpserver_ipv4
-
-
-def _json(payload, status=200, headers=None):
-    return Response(json.dumps(payload), status=status, headers=headers, content_type="application/json")
-
-
-class FakeGitHub:
-    """Just enough of GitHub's REST issue-comments API: list (Link pagination, per_page capped at
-    ``max_per_page``), create, update, and ``/user`` (403 like a GITHUB_TOKEN, unless ``login`` is set)."""
-
-    def __init__(self, server, login=None, max_per_page=100):
-        self.server = server
-        self.login = login  # None: the token is a GITHUB_TOKEN
-        self.max_per_page = max_per_page
-        self.comments: dict[int, dict] = {}
-        self.next_id = 1000
-        server.expect_request(_LIST, method="GET").respond_with_handler(self.list)
-        server.expect_request(_LIST, method="POST").respond_with_handler(self.create)
-        server.expect_request(_ONE, method="PATCH").respond_with_handler(self.update)
-        server.expect_request("/user", method="GET").respond_with_handler(self.user)
-
-    def add(self, body, author=DEFAULT_AUTHOR, number=PR):
-        self.next_id += 1
-        comment_id = self.next_id
-        self.comments[comment_id] = {
-            "id": comment_id,
-            "number": number,
-            "body": body,
-            "user": {"login": author},
-            "html_url": f"https://github.com/{REPO}/pull/{number}#issuecomment-{comment_id}",
-        }
-        return self.comments[comment_id]
-
-    def on_pr(self, number=PR):
-        return [c for c in sorted(self.comments.values(), key=lambda c: c["id"]) if c["number"] == number]
-
-    def requests(self, method, path_re=""):
-        return [r for r, _ in self.server.log if r.method == method and re.search(path_re, r.path)]
-
-    def _denied(self, request: Request):
-        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
-            return _json({"message": "Bad credentials"}, 401)
-        return None
-
-    def list(self, request: Request):
-        if denied := self._denied(request):
-            return denied
-        number = int(_LIST.match(request.path)["number"])
-        per_page = min(int(request.args.get("per_page", 30)), self.max_per_page)
-        page = int(request.args.get("page", 1))
-        items = self.on_pr(number)
-        last = max(1, -(-len(items) // per_page))
-        links = []
-        if page < last:
-            links.append(f'<{request.base_url}?per_page={per_page}&page={page + 1}>; rel="next"')
-            links.append(f'<{request.base_url}?per_page={per_page}&page={last}>; rel="last"')
-        headers = {"Link": ", ".join(links)} if links else None
-        return _json(items[(page - 1) * per_page : page * per_page], headers=headers)
-
-    def create(self, request: Request):
-        if denied := self._denied(request):
-            return denied
-        number = int(_LIST.match(request.path)["number"])
-        return _json(self.add(request.get_json()["body"], self.login or DEFAULT_AUTHOR, number), 201)
-
-    def update(self, request: Request):
-        if denied := self._denied(request):
-            return denied
-        comment = self.comments[int(_ONE.match(request.path)["id"])]
-        if comment["user"]["login"] != (self.login or DEFAULT_AUTHOR):
-            return _json({"message": "Must have admin rights to Repository."}, 403)
-        comment["body"] = request.get_json()["body"]
-        return _json(comment)
-
-    def user(self, request: Request):
-        if self.login is None:
-            return _json({"message": "Resource not accessible by integration"}, 403)
-        return _json({"login": self.login})
 
 
 @pytest.fixture
