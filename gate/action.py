@@ -96,7 +96,7 @@ def _comment(result: GateResult, markdown: str, environ) -> None:
         return
     repo = environ.get("GITHUB_REPOSITORY", "")
     key = actions.read_input("comment_key", environ) or (
-        f"{environ.get('GITHUB_WORKFLOW', 'workflow')}/{actions.read_input('config', environ)}"
+        f"{environ.get('GITHUB_WORKFLOW', 'workflow')}/{actions.read_input('config', environ) or 'default'}"
     )
     client = GitHubClient(environ.get("GITHUB_API_URL", "https://api.github.com"), token)
     outcome = upsert_comment(
@@ -106,8 +106,18 @@ def _comment(result: GateResult, markdown: str, environ) -> None:
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:
-    """Runs the action; returns the exit code."""
+    """Runs the action; returns the exit code. An unexpected exception is exit 2 (could not
+    evaluate), never 1, which means that accuracy regressed."""
     environ = os.environ if environ is None else environ
+    try:
+        return _main(environ)
+    except Exception as err:  # an internal error must not read as "accuracy regressed"
+        traceback.print_exc()
+        actions.error(f"could not evaluate: internal error {type(err).__name__}: {err}", title="accuracy-gate")
+        return 2
+
+
+def _main(environ: Mapping[str, str]) -> int:
     verbose = environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     from gate.report import render_markdown, render_text, write_junit
@@ -134,7 +144,12 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         run_url = f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ['GITHUB_RUN_ID']}"
     from gate.github.event import head_sha
 
-    markdown = render_markdown(result, run_url=run_url, commit=head_sha(environ))
+    try:
+        commit = head_sha(environ)
+    except GateError as err:
+        actions.warning(f"Could not read the commit from the event: {err}")
+        commit = None
+    markdown = render_markdown(result, run_url=run_url, commit=commit)
     for step, call in (
         ("job summary", lambda: actions.append_step_summary(markdown, environ)),
         (

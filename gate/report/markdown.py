@@ -6,6 +6,7 @@ from gate.report.text import HEADERS, rows_of
 from gate.results import PASSED, REGRESSED, GateResult
 
 _ICONS = {PASSED: "✅", REGRESSED: "❌"}
+_LABELS = {PASSED: "passed", REGRESSED: "regressed", "error": "error (could not evaluate)"}
 
 
 def _cell(text: str) -> str:
@@ -16,7 +17,7 @@ def render_markdown(result: GateResult, run_url: str | None = None, commit: str 
     """The verdict, a table of every output, failure details and the runtime facts."""
     icon = _ICONS.get(result.status, "⚠️")
     title = result.title or f"Accuracy gate: {result.model}"
-    lines = [f"## {icon} {title}", "", f"**{result.status}**: {_cell(result.message)}", ""]
+    lines = [f"## {icon} {title}", "", f"**{_LABELS[result.status]}**: {_cell(result.message)}", ""]
     where = f"{result.iterations} iterations"
     if commit:
         where += f" · commit {commit[:12]}"
