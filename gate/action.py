@@ -105,6 +105,38 @@ def _comment(result: GateResult, markdown: str, environ) -> None:
     print(f"PR comment {outcome['action']}: {outcome.get('html_url') or outcome.get('comment_id')}")
 
 
+def _workspace_relative(path) -> str:
+    """A path the workflow's later steps can use: relative to the workspace (the container's working
+    directory, mounted from the host) when it lies inside it."""
+    path = os.path.abspath(path)
+    cwd = os.getcwd()
+    return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
+
+
+def _chown_to_workspace_owner(path, environ) -> None:
+    """Gives a file we wrote to the workspace's owner: the container runs as root, and root-owned files
+    break the next ``actions/checkout`` on persistent self-hosted runners (actions/runner#434)."""
+    workspace = environ.get("GITHUB_WORKSPACE") or os.getcwd()
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    try:
+        owner = os.stat(workspace)
+        if os.path.abspath(path).startswith(os.path.abspath(workspace) + os.sep):
+            for folder in _created_parents(path, workspace):
+                os.chown(folder, owner.st_uid, owner.st_gid)
+            os.chown(path, owner.st_uid, owner.st_gid)
+    except OSError as err:
+        actions.warning(f"Could not hand {path} to the workspace owner: {err}")
+
+
+def _created_parents(path, workspace):
+    parent = os.path.dirname(os.path.abspath(path))
+    workspace = os.path.abspath(workspace)
+    while parent.startswith(workspace + os.sep):
+        yield parent
+        parent = os.path.dirname(parent)
+
+
 def main(environ: Mapping[str, str] | None = None) -> int:
     """Runs the action; returns the exit code. An unexpected exception is exit 2 (could not
     evaluate), never 1, which means that accuracy regressed."""
@@ -130,14 +162,16 @@ def _main(environ: Mapping[str, str]) -> int:
         with actions.group("Accuracy gate"):
             result, cfg = _run_gate(environ)
         junit_path = str(cfg.junit)
-    except GateError as err:
-        if verbose:
+    except Exception as err:  # GateError: a user mistake; anything else: our bug. Both still get reported.
+        if verbose or not isinstance(err, GateError):
             traceback.print_exc()
+        message = str(err) if isinstance(err, GateError) else f"internal error {type(err).__name__}: {err}"
         model = actions.read_input("model", environ) or actions.read_input("config", environ) or "model"
-        result = GateResult(model=os.path.basename(model), status=ERROR, message=str(err))
+        result = GateResult(model=os.path.basename(model), status=ERROR, message=message)
 
     print(render_text(result))
-    write_junit(result, junit_path)
+    junit_path = _workspace_relative(write_junit(result, junit_path))
+    _chown_to_workspace_owner(junit_path, environ)
     run_url = None
     if environ.get("GITHUB_RUN_ID"):
         server = environ.get("GITHUB_SERVER_URL", "https://github.com")

@@ -51,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--atol", "--abs-tol", nargs="+", metavar="[OUT:]TOL", help="absolute tolerance(s)")
     check.add_argument("--rtol", "--rel-tol", nargs="+", metavar="[OUT:]TOL", help="relative tolerance(s)")
     check.add_argument(
-        "--check-error-stat", nargs="+", metavar="[OUT:]STAT", help="elemwise, max, mean or median (per output)"
+        "--check-error-stat",
+        nargs="+",
+        metavar="[OUT:]STAT",
+        help="elemwise, max, mean, median or quantile (per output)",
     )
     check.add_argument(
         "--check-average",

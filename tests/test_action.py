@@ -5,6 +5,7 @@ issue-comment endpoints (``fake_github.FakeGitHub``)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -212,7 +213,7 @@ def test_first_run_comments_and_reports_a_pass(workspace, fake):
     ]
     assert fake.calls[-1].body == {"body": body}
 
-    assert run.outputs == {"passed": "true", "failed_outputs": "[]", "junit_path": str(workspace.junit)}
+    assert run.outputs == {"passed": "true", "failed_outputs": "[]", "junit_path": "reports/accuracy-junit.xml"}
     assert TABLE_HEADER in run.summary and table_row(run.summary)[1:] == [
         "elemwise",
         "0",
@@ -253,7 +254,7 @@ def test_second_run_updates_the_same_comment_with_the_failure(workspace, fake):
 
     assert second.outputs["passed"] == "false"
     assert json.loads(second.outputs["failed_outputs"]) == [OUTPUT]
-    assert second.outputs["junit_path"] == str(workspace.junit)
+    assert second.outputs["junit_path"] == "reports/accuracy-junit.xml"  # relative to the workspace
     xml = JUnitXml.fromfile(str(workspace.junit))
     assert (xml.tests, xml.failures, xml.errors) == (1, 1, 0)
     [(name, [failure])] = junit_results(workspace.junit)
@@ -325,7 +326,7 @@ def test_server_errors_change_nothing_but_a_warning(tmp_path, httpserver, monkey
     assert _normalized_junit(broken.junit) == _normalized_junit(working.junit).replace("/working/", "/broken/")
     assert broken.outputs == {
         **working.outputs,
-        "junit_path": str(tmp_path / "broken" / "reports" / "accuracy-junit.xml"),
+        "junit_path": "reports/accuracy-junit.xml",
     }
     assert broken.summary == working.summary.replace("/working/", "/broken/")
     calls = recorded_calls(httpserver)
@@ -399,7 +400,7 @@ def test_missing_golden_file_is_an_error_that_is_still_reported(workspace, fake)
     assert str(missing) in error.message and name.endswith("/(no outputs)")
     final = run.stdout.rstrip().splitlines()[-1]
     assert final.startswith("::error title=accuracy-gate::could not evaluate: ") and str(missing) in final
-    assert run.outputs == {"passed": "false", "failed_outputs": "[]", "junit_path": str(workspace.junit)}
+    assert run.outputs == {"passed": "false", "failed_outputs": "[]", "junit_path": "reports/accuracy-junit.xml"}
     [comment] = fake.on_pr(PR_NUMBER)
     assert comment["body"].splitlines()[0] == workspace.comment_marker
     assert "**error (could not evaluate)**" in comment["body"] and str(missing) in comment["body"]
@@ -437,3 +438,17 @@ def test_perturbation_helper_changes_one_value_only(tmp_path):
     assert after.shape == before.shape and after.dtype == before.dtype
     assert np.count_nonzero(after != before) == 1
     np.testing.assert_allclose((after - before).flat[0], 0.01, rtol=1e-5)
+
+
+def test_files_written_into_the_workspace_belong_to_its_owner(workspace, fake):
+    # The container runs as root; what it leaves in the workspace must belong to the workspace's owner
+    # (root-owned files break the next actions/checkout on self-hosted runners, actions/runner#434).
+    if os.geteuid() != 0:
+        pytest.skip("needs root to chown")
+    os.chown(workspace.root, 1234, 1234)
+
+    run = workspace.run()
+
+    assert run.code == 0
+    assert (run.junit.stat().st_uid, run.junit.stat().st_gid) == (1234, 1234)
+    assert run.junit.parent.stat().st_uid == 1234  # the reports/ folder we created too

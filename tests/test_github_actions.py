@@ -55,7 +55,9 @@ def test_read_input_underscored_and_spaces():
 
 
 def test_read_input_falls_back_to_bare_variable_and_empty_is_none():
-    assert read_input("rtol", {"INPUT_RTOL": "", "RTOL": "1e-3"}) == "1e-3"
+    # A declared input left empty is unset: an unrelated job-level RTOL must not fill it in.
+    assert read_input("rtol", {"INPUT_RTOL": "", "RTOL": "1e-3"}) is None
+    assert read_input("rtol", {"RTOL": "1e-3"}) == "1e-3"
     assert read_input("golden-dir", {"GOLDEN_DIR": "g"}) == "g"
     assert read_input("rtol", {"INPUT_RTOL": ""}) is None
     assert read_input("rtol", {"INPUT_RTOL": "  \n"}) is None

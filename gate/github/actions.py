@@ -26,14 +26,17 @@ def read_input(name: str, environ: Mapping[str, str] = os.environ) -> str | None
     """Return the value of action input ``name``, or None when it is unset or empty.
 
     The runner exports input ``golden-dir`` as ``INPUT_GOLDEN-DIR`` (spaces become ``_``, hyphens stay),
-    so both ``INPUT_GOLDEN_DIR`` and ``INPUT_GOLDEN-DIR`` are tried, then the bare ``GOLDEN_DIR``
-    (for use outside a Docker action). Surrounding whitespace is stripped, as actions/toolkit does;
-    the first non-empty candidate wins, because the runner sets every declared input (empty by default).
+    so both ``INPUT_GOLDEN_DIR`` and ``INPUT_GOLDEN-DIR`` are tried. Only when no ``INPUT_`` variable of
+    that name exists at all (a composite action or a local run) is the bare ``GOLDEN_DIR`` read: the runner
+    sets every declared input of a Docker action (empty by default), so an unrelated job-level variable
+    such as ``MODEL`` never overrides an input left empty. Surrounding whitespace is stripped, as
+    actions/toolkit does.
     """
     base = name.strip().replace(" ", "_").upper()
     underscored, hyphenated = base.replace("-", "_"), base.replace("_", "-")
-    candidates = [f"INPUT_{base}", f"INPUT_{underscored}", f"INPUT_{hyphenated}", underscored]
-    for var in dict.fromkeys(candidates):
+    declared = [var for var in dict.fromkeys([f"INPUT_{base}", f"INPUT_{underscored}", f"INPUT_{hyphenated}"])
+                if var in environ]
+    for var in declared or [underscored]:
         value = environ.get(var)
         if value is not None and value.strip():
             return value.strip()
