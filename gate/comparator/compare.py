@@ -218,7 +218,9 @@ def compare_arrays(
             "median_reldiff": np.median(reldiff).item(),
         }
         if stat == "quantile":
-            metrics["quantile_absdiff"] = np.quantile(absdiff, quantile).item()
+            # Polygraphy 0.53.6 raises TypeError here for bool outputs (numpy cannot subtract bools).
+            numeric = absdiff.view(np.uint8) if absdiff.dtype == np.bool_ else absdiff
+            metrics["quantile_absdiff"] = np.quantile(numeric, quantile).item()
             metrics["quantile_reldiff"] = np.quantile(reldiff, quantile).item()
         worst_index = tuple(int(i) for i in np.unravel_index(int(np.argmax(absdiff)), a.shape))
 
