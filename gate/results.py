@@ -59,6 +59,11 @@ class OutputVerdict:
             text += f"; {self.mismatch_count} of {self.num_elements} elements out of tolerance"
         if not self.averaged:
             text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
+        if self.zero_reference_count and not self.passed:
+            text += (
+                f"; {self.zero_reference_count} reference elements are 0 (relative error there is "
+                "measured against 2.2e-16)"
+            )
         return ("FAILED: " if not self.passed else "passed: ") + text
 
 

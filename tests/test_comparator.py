@@ -130,6 +130,13 @@ class TestSimpleCompareFunc:
             assert r and r.max_absdiff is None and r.mean_absdiff is None
         assert not polygraphy(e, e.copy(), check_error_stat="mean")  # D4: Polygraphy fails on NaN
 
+    def test_strings_compare_by_equality(self):
+        a = np.array(["héllo", "world", "x"], dtype=object)
+        assert ours(a, a.copy()) and ours(a, a.copy()).max_absdiff == 0.0
+        r = ours(a, np.array(["héllo", "word", "y"], dtype=object))
+        assert not r and r.mismatch_count == 2 and r.worst_index == (1,) and r.max_absdiff == 1.0
+        assert not ours(np.array(["a"]), np.array(["b"]), atol=0.5, rtol=0.5)
+
     def test_zero_d_scalars(self):
         r = ours(np.float32(1.0), np.float32(1.5), atol=0.5)
         assert r and r.max_absdiff == 0.5 and r.worst_index == ()

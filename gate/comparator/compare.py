@@ -183,7 +183,12 @@ def compare_arrays(
         return OutputCompareResult(passed=True, zero_reference_count=0, mismatch_count=0, **common)
 
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        if a.dtype == np.bool_ and b.dtype == np.bool_:
+        textual = a.dtype.kind in "OSU" or b.dtype.kind in "OSU"
+        if textual:
+            # Strings (ONNX tensor(string)) compare by equality: the difference is a mismatch indicator.
+            absdiff = np.not_equal(a, b)
+            b = np.ones(b.shape, np.bool_)  # the indicator's reference: relative error = indicator
+        elif a.dtype == np.bool_ and b.dtype == np.bool_:
             absdiff = np.logical_xor(a, b)
         else:
             absdiff = np.abs(np.subtract(cast_up(a), cast_up(b)))
