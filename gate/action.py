@@ -27,11 +27,14 @@ INPUTS = (
     "golden",
     "runners",
     "execution_providers",
+    "graph_optimization_level",
     "atol",
     "rtol",
     "check_error_stat",
     "check_average",
+    "infinities_compare_equal",
     "junit_path",
+    "title",
     "github_token",
     "pr_number",
     "comment",
@@ -62,8 +65,11 @@ def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
         overrides[key] = parse_per_output(value, float, key) if value else None
     value = get("check_error_stat")
     overrides["check_error_stat"] = parse_per_output(value, str, "check_error_stat") if value else None
-    value = get("check_average")
-    overrides["check_average"] = actions.parse_bool("check_average", value) if value else None
+    for key in ("check_average", "infinities_compare_equal"):
+        value = get(key)
+        overrides[key] = actions.parse_bool(key, value) if value else None
+    overrides["graph_optimization_level"] = get("graph_optimization_level")
+    overrides["title"] = get("title")
     overrides["junit"] = get("junit_path")
     return overrides
 

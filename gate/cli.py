@@ -62,12 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="judge the average of each statistic over iterations",
     )
+    check.add_argument(
+        "--infinities-compare-equal",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="treat the same infinity on both sides as equal (default: on)",
+    )
+    check.add_argument("--title", help="heading of the Markdown report")
     check.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
     check.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
 
     record = sub.add_parser("record", help="write golden outputs from the reference runner")
     _add_common(record)
     record.add_argument("--force", action="store_true", help="overwrite existing golden outputs")
+    record.add_argument("--reference-runner", choices=["onnxrt"], help="the runner whose outputs become golden")
     record.add_argument("--layout", choices=["onnx-zoo", "npz"], help="golden layout (default: the inputs' layout)")
     return parser
 
@@ -83,9 +91,13 @@ def overrides_from_args(args) -> dict:
         "execution_providers": args.execution_providers,
         "graph_optimization_level": args.graph_optimization_level,
     }
+    if getattr(args, "command", None) == "record":
+        overrides["reference_runner"] = args.reference_runner
     if getattr(args, "command", None) == "check":
         overrides.update(
             runners=args.runners,
+            infinities_compare_equal=args.infinities_compare_equal,
+            title=args.title,
             check_average=args.check_average,
             junit=args.junit,
             atol=parse_per_output(args.atol, _float, "--atol") if args.atol else None,

@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
 
@@ -188,6 +189,11 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     for runner in list(settings.get("runners", [])) + [settings.get("reference_runner", "onnxrt")]:
         if runner not in RUNNERS:
             raise GateError(f"{path}: unknown runner '{runner}'; available: {', '.join(RUNNERS)}.")
+    level = settings.get("graph_optimization_level", "all")
+    if level not in GRAPH_OPTIMIZATION_LEVELS:
+        raise GateError(
+            f"{path}: graph_optimization_level '{level}' is not one of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
+        )
     if "runners" in settings and not settings["runners"]:
         raise GateError(f"{path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
     if "junit" in settings:
