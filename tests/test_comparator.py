@@ -334,3 +334,30 @@ class TestRun:
         assert next(stream) is ok
         with pytest.raises(GateError, match="iteration 1, runner 'a', output 'y' contains NaN"):
             next(stream)
+
+
+class TestTopKPostprocess:
+    def test_matches_polygraphy_including_ties_and_axis(self):
+        from polygraphy.comparator import TopKPostprocessFunc as PgTopK
+        from polygraphy.comparator import struct as pgs
+
+        from gate.comparator.postprocess import TopKPostprocessFunc
+
+        rng = np.random.default_rng(0)
+        x = rng.integers(0, 4, size=(3, 7)).astype(F32)  # many ties
+        for k in (3, (2, 0), 100, {"y": 2}, {"": (1, 0)}):
+            ours = TopKPostprocessFunc(k)(it("a", y=x.copy(), z=x.copy()))
+            theirs = PgTopK(k)(pgs.IterationResult({"y": x.copy(), "z": x.copy()}, runner_name="a"))
+            for name in ("y", "z"):
+                assert np.array_equal(ours[name], theirs[name]), (k, name)
+        assert TopKPostprocessFunc({"y": 2})(it("a", z=x.copy()))["z"] is not None
+
+    def test_postprocess_then_compare_indices(self):
+        from gate.comparator.postprocess import TopKPostprocessFunc
+
+        a = RunResults([("a", [it("a", y=np.array([0.1, 0.9, 0.5], F32))])])
+        b = RunResults([("b", [it("b", y=np.array([0.2, 0.8, 0.6], F32))])])
+        top = TopKPostprocessFunc(2)
+        a, b = Comparator.postprocess(a, top), Comparator.postprocess(b, top)
+        assert a["a"][0]["y"].tolist() == [1, 2] and b["b"][0]["y"].tolist() == [1, 2]
+        assert Comparator.compare_accuracy([a, b])
