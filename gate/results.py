@@ -40,6 +40,7 @@ class OutputVerdict:
     zero_reference_count: int | None = None
     averaged: bool = False
     error: str | None = None
+    dtypes: tuple | None = None
 
     def message(self) -> str:
         """One line: the verdict and, for a failure, the worst statistic and where it is."""
@@ -59,6 +60,8 @@ class OutputVerdict:
             text += f"; {self.mismatch_count} of {self.num_elements} elements out of tolerance"
         if not self.averaged:
             text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
+        if self.dtypes and self.dtypes[0] != self.dtypes[1]:
+            text += f"; dtypes differ ({self.dtypes[0]} vs reference {self.dtypes[1]}), compared in the wider type"
         if self.zero_reference_count and not self.passed:
             text += (
                 f"; {self.zero_reference_count} reference elements are 0 (relative error there is "
@@ -154,6 +157,7 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         mismatch_count=worst.mismatch_count,
         num_elements=worst.num_elements,
         zero_reference_count=worst.zero_reference_count,
+        dtypes=worst.dtypes,
     )
     row.abs_value, row.rel_value = _stat_values(worst, threshold.check_error_stat)
     if averaged is not None:

@@ -164,3 +164,19 @@ def test_wrong_input_dtype_names_the_input(tmp_path):
     line = one_line_error(proc)
     assert "iteration 0" in line and "0.npz" in line
     assert "input 'x' has dtype float64, the model expects float32" in line
+
+
+def test_dtype_mismatch_is_compared_in_the_wider_type_and_reported(tmp_path):
+    make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float32))
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    golden = dict(np.load(tmp_path / "golden" / "000000.npz"))
+    golden["y"] = golden["y"].astype(np.float64) + 1.0  # wrong dtype and wrong values
+    np.savez(tmp_path / "golden" / "000000.npz", **golden)
+    junit = tmp_path / "j.xml"
+    proc = run_cli("check", cfg, "--junit", junit)
+    assert proc.returncode == 1
+    (failure,) = [r for case in next(iter(JUnitXml.fromfile(str(junit)))) for r in case.result]
+    assert "dtypes differ (float32 vs reference float64), compared in the wider type" in failure.message
