@@ -167,3 +167,25 @@ class FakeGitHub:
         if self.login is None:
             return json_response({"message": "Resource not accessible by integration"}, 403)
         return json_response({"login": self.login})
+
+
+def parse_github_output(text: str) -> dict[str, str]:
+    """Parse a GITHUB_OUTPUT file the way the runner does (``name=value`` and ``name<<DELIM`` forms)."""
+    outputs, lines = {}, iter(text.split("\n"))
+    for line in lines:
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            body = []
+            for value_line in lines:
+                if value_line == delimiter:
+                    break
+                body.append(value_line)
+            else:
+                raise AssertionError(f"delimiter {delimiter} not closed")
+            outputs[name] = "\n".join(body)
+        else:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs

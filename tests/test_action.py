@@ -20,7 +20,7 @@ from onnx import numpy_helper
 from gate.action import INPUTS, main
 from gate.github.comments import MARKER_PREFIX, GitHubClient, marker
 
-from fake_github import TOKEN, FakeGitHub, json_response, recorded_calls
+from fake_github import TOKEN, FakeGitHub, json_response, parse_github_output, recorded_calls
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ppocr-cls"
 OUTPUT = "save_infer_model/scale_0.tmp_1"
@@ -52,22 +52,6 @@ def fake(httpserver):
     return FakeGitHub(httpserver)
 
 
-def parse_github_output(text: str) -> dict[str, str]:
-    """Read back a ``GITHUB_OUTPUT`` file: ``name=value`` lines and ``name<<DELIM`` ... ``DELIM`` blocks."""
-    outputs, lines = {}, iter(text.splitlines())
-    for line in lines:
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            value = []
-            for inner in lines:
-                if inner == delimiter:
-                    break
-                value.append(inner)
-            outputs[name] = "\n".join(value)
-        elif line:
-            name, value = line.split("=", 1)
-            outputs[name] = value
-    return outputs
 
 
 def junit_results(path) -> list[tuple[str, list]]:

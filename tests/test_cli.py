@@ -16,6 +16,16 @@ def one_line_error(proc) -> str:
     return lines[0]
 
 
+def small_case(folder, x, golden):
+    """The generated model, one stored input ``x`` and one golden iteration; returns gate.toml."""
+    make_small_model(folder / "m.onnx")
+    (folder / "inputs").mkdir()
+    (folder / "golden").mkdir()
+    np.savez(folder / "inputs" / "0.npz", x=x)
+    np.savez(folder / "golden" / "0.npz", **golden)
+    return write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+
+
 def test_shipped_example_passes(tmp_path):
     junit = tmp_path / "junit.xml"
     proc = run_cli("check", EXAMPLE / "gate.toml", "--junit", junit)
@@ -92,12 +102,9 @@ def test_npz_layout_record_and_check(tmp_path):
 
 
 def test_shape_mismatch_cannot_evaluate(tmp_path):
-    make_small_model(tmp_path / "m.onnx")
-    (tmp_path / "inputs").mkdir()
-    (tmp_path / "golden").mkdir()
-    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((2, 64), np.float32))
-    np.savez(tmp_path / "golden" / "0.npz", y=np.ones((1, 64), np.float32), s=np.ones(2, np.float32))
-    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    cfg = small_case(
+        tmp_path, np.ones((2, 64), np.float32), {"y": np.ones((1, 64), np.float32), "s": np.ones(2, np.float32)}
+    )
     junit = tmp_path / "j.xml"
     proc = run_cli("check", cfg, "--junit", junit)
     assert proc.returncode == 2
@@ -153,12 +160,9 @@ def test_model_mistakes_are_one_line(tmp_path):
 
 
 def test_wrong_input_dtype_names_the_input(tmp_path):
-    make_small_model(tmp_path / "m.onnx")
-    (tmp_path / "inputs").mkdir()
-    (tmp_path / "golden").mkdir()
-    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float64))
-    np.savez(tmp_path / "golden" / "0.npz", y=np.ones((1, 64), np.float32), s=np.ones(1, np.float32))
-    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    cfg = small_case(
+        tmp_path, np.ones((1, 64), np.float64), {"y": np.ones((1, 64), np.float32), "s": np.ones(1, np.float32)}
+    )
     proc = run_cli("check", cfg)
     assert proc.returncode == 2
     line = one_line_error(proc)

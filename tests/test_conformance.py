@@ -29,21 +29,13 @@ from polygraphy.comparator import struct as pg_struct
 from polygraphy.logger import G_LOGGER
 
 from gate.comparator import IterationResult, SimpleCompareFunc
+from gate.comparator.compare import METRIC_FIELDS
 
 G_LOGGER.severity = G_LOGGER.CRITICAL
 
 DTYPES = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64, np.bool_]
 STATS = ["elemwise", "max", "mean", "median", "quantile"]
-FIELDS = [
-    "max_absdiff",
-    "max_reldiff",
-    "mean_absdiff",
-    "mean_reldiff",
-    "median_absdiff",
-    "median_reldiff",
-    "quantile_absdiff",
-    "quantile_reldiff",
-]
+FIELDS = METRIC_FIELDS
 SPECIAL = [0.0, -0.0, 1e-20, 1e-3, 0.5, 1.0, 3.0, -2.5, 1e4, 65504.0, np.nan, np.inf, -np.inf]
 
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
