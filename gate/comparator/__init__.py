@@ -4,6 +4,7 @@ result data model. Runners come from ``gate.backend``; this package never reache
 
 from gate.comparator.comparator import Comparator
 from gate.comparator.compare import OutputCompareResult, SimpleCompareFunc, SimpleThreshold
+from gate.comparator.data_loader import DataLoader, coerce_feed_dict
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 
 __all__ = [
@@ -15,4 +16,6 @@ __all__ = [
     "RunResults",
     "SimpleCompareFunc",
     "SimpleThreshold",
+    "DataLoader",
+    "coerce_feed_dict",
 ]
