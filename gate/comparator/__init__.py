@@ -5,6 +5,21 @@ result data model. Runners come from ``gate.backend``; this package never reache
 from gate.comparator.comparator import Comparator
 from gate.comparator.compare import OutputCompareResult, SimpleCompareFunc, SimpleThreshold
 from gate.comparator.data_loader import DataLoader, coerce_feed_dict
+from gate.comparator.indices import IndicesCompareFunc, IndicesCompareResult
+from gate.comparator.metrics import (
+    CosineSimilarityCompareFunc,
+    CosineSimilarityResult,
+    CosineSimilarityThreshold,
+    L2CompareFunc,
+    L2Result,
+    L2Threshold,
+    PsnrCompareFunc,
+    PsnrResult,
+    PsnrThreshold,
+    SnrCompareFunc,
+    SnrResult,
+    SnrThreshold,
+)
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 
 __all__ = [
@@ -16,6 +31,20 @@ __all__ = [
     "RunResults",
     "SimpleCompareFunc",
     "SimpleThreshold",
+    "IndicesCompareFunc",
+    "IndicesCompareResult",
+    "L2CompareFunc",
+    "L2Result",
+    "L2Threshold",
+    "CosineSimilarityCompareFunc",
+    "CosineSimilarityResult",
+    "CosineSimilarityThreshold",
+    "PsnrCompareFunc",
+    "PsnrResult",
+    "PsnrThreshold",
+    "SnrCompareFunc",
+    "SnrResult",
+    "SnrThreshold",
     "DataLoader",
     "coerce_feed_dict",
 ]
