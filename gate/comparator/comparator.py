@@ -11,12 +11,16 @@ import contextlib
 import copy
 import itertools
 import logging
+import os
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
 from gate.comparator.compare import SimpleCompareFunc
+from gate.comparator.serde import save_run_results
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
+from gate.comparator.subprocess_run import run_in_subprocess
+from gate.comparator.writer import IterationWriter, is_single_file
 from gate.errors import GateError
 
 log = logging.getLogger("gate.comparator")
@@ -39,6 +43,47 @@ def _set_loader_metadata(data_loader, runner):
             data_loader.input_metadata = runner.get_input_metadata()
 
 
+def _check_save_paths(save_inputs_path, save_outputs_path):
+    if save_inputs_path is None or save_outputs_path is None:
+        return
+    if os.path.realpath(save_inputs_path) == os.path.realpath(save_outputs_path):
+        raise GateError(
+            f"save_inputs_path and save_outputs_path resolve to the same path ('{save_inputs_path}'); "
+            "use distinct paths."
+        )
+
+
+def _execute_runner(runner, data_loader, cache, warm_up):
+    """Runs one runner over every feed_dict (materialized mode); returns ``(iterations, cache)``.
+
+    ``cache`` is None for the first runner: the loader is then materialized here, after the runner is
+    active, so that a loader with ``input_metadata`` can size its inputs from it. Module-level so that
+    a ``spawn`` child can run it.
+    """
+    with runner:
+        if cache is None:
+            _set_loader_metadata(data_loader, runner)
+            cache = list(data_loader)
+            if cache:
+                _check_feed_dict(cache[0], 0)
+            else:
+                log.warning("Data loader did not yield any input data.")
+        if warm_up and not cache:
+            log.warning("%d warm-up run(s) were requested, but the data loader supplied no data.", warm_up)
+        for _ in range(warm_up if cache else 0):
+            runner.infer(cache[0])
+        iterations = []
+        for feed_dict in cache:
+            outputs = runner.infer(feed_dict)
+            # One iteration keeps the runner's own arrays (Polygraphy's behaviour, spec case 33).
+            if len(cache) > 1:
+                outputs = copy.deepcopy(outputs)
+            iterations.append(IterationResult(outputs, runner.last_inference_time(), runner.name))
+        if not iterations:
+            log.warning("%s ran zero iterations: the data loader is empty.", runner.name)
+        return iterations, cache
+
+
 class Comparator:
     """Runs runners and compares their outputs (Polygraphy-compatible static methods)."""
 
@@ -54,33 +99,73 @@ class Comparator:
         save_outputs_path=None,
         streaming=None,
     ):
-        """Runs ``runners`` over the feed_dicts of ``data_loader``.
+        """Runs ``runners`` over the feed_dicts (``name -> numpy.ndarray``) of ``data_loader``.
 
         Materialized (default): each runner runs to completion, one after the other; returns a
-        RunResults holding every iteration (outputs are copied when there is more than one
-        iteration, since runners may reuse their output buffers).
+        RunResults holding every runner and every iteration (outputs are copied when there is more
+        than one iteration, since runners may reuse their output buffers). The loader is read once,
+        while the first runner is active (its ``input_metadata`` is set first, when it has one). An
+        empty loader gives each runner zero iterations, with a warning (Polygraphy 0.53.6 raises
+        UnboundLocalError there); no runners give an empty RunResults.
 
         ``streaming=True``: returns a generator; at the first ``next()`` all runners are activated
         at once, then one single-iteration RunResults (every runner, in order) is yielded per
         feed_dict. The arrays yielded may be runner-owned buffers that the next ``infer`` reuses:
         use (compare or save) each item before asking for the next. Nothing is copied.
 
+        ``use_subprocess=True`` (materialized only): each runner runs in its own ``spawn`` child
+        process (``gate.comparator.subprocess_run``), so the runners and the data loader must be
+        picklable (no generators, lambdas or local classes), and a script that uses it must guard
+        its entry point with ``if __name__ == "__main__":``. The caller's runners and loader are
+        never modified: the children work on copies. ``subprocess_timeout`` (seconds, default None)
+        bounds each child's run; ``subprocess_polling_interval`` (seconds, default 30; 0 disables
+        the periodic checks) is how often a running child is checked. A child that crashes or hangs
+        is reported at once or at the timeout, never waited on forever.
+
+        Saving (Polygraphy 0.53.6, ``shared/spec/polygraphy-0.53.6.md`` section 1.5; the format is
+        ``gate.comparator.serde``): a path with an extension (``os.path.splitext(path)[1] != ""``)
+        is one JSON file, any other path a directory of ``<index:010d>.json`` files that must not
+        exist or be empty. ``save_inputs_path`` gets the feed_dicts as the loader gave them (a JSON
+        list, or one feed_dict per file); ``save_outputs_path`` gets a RunResults (one file) or one
+        single-iteration RunResults per file. Materialized mode writes after every runner has run
+        (inputs only when there are runners; outputs even with none, ``{"lst": []}``). Streaming
+        writes a directory as each iteration is produced; a single file keeps deep copies of every
+        iteration (one warning) and is written when the generator finishes, is closed, or fails.
+
+        Returns:
+            RunResults, or (``streaming=True``) a generator of single-iteration RunResults.
+
         Raises:
-            GateError: ``warm_up`` or ``use_subprocess`` with ``streaming=True``; a feed_dict that is
-                not a mapping of str to array.
-            NotImplementedError: ``use_subprocess``, ``save_inputs_path`` or ``save_outputs_path``
-                (not supported yet).
+            GateError: (at call time) ``warm_up`` or ``use_subprocess`` with ``streaming=True``;
+                ``save_inputs_path`` and ``save_outputs_path`` resolving to the same real path.
+                (While running) a feed_dict that is not a mapping of str to array; a save directory
+                that is an existing file or is not empty (streaming: at the first ``next()``; after
+                inference in materialized mode); a subprocess that cannot start, fails, exits
+                (exit code) or times out, naming the runner.
         """
-        if use_subprocess or save_inputs_path is not None or save_outputs_path is not None:
-            raise NotImplementedError("use_subprocess and save paths are not supported yet")
+        _check_save_paths(save_inputs_path, save_outputs_path)
         if streaming:
             if warm_up:
-                raise GateError("warm_up is not supported with streaming=True.")
-            return Comparator._run_streaming(list(runners), data_loader)
-        return Comparator._run_materialized(list(runners), data_loader, warm_up or 0)
+                raise GateError("warm_up is not supported with streaming=True; use streaming=False for warm-up runs.")
+            if use_subprocess:
+                raise GateError(
+                    "use_subprocess is not supported with streaming=True, which runs all runners at once; "
+                    "use streaming=False to run each runner in its own subprocess."
+                )
+            return Comparator._run_streaming(list(runners), data_loader, save_inputs_path, save_outputs_path)
+        return Comparator._run_materialized(
+            list(runners),
+            data_loader,
+            warm_up or 0,
+            bool(use_subprocess),
+            subprocess_timeout,
+            30 if subprocess_polling_interval is None else subprocess_polling_interval,
+            save_inputs_path,
+            save_outputs_path,
+        )
 
     @staticmethod
-    def _run_streaming(runners, data_loader) -> Iterator[RunResults]:
+    def _run_streaming(runners, data_loader, save_inputs_path=None, save_outputs_path=None) -> Iterator[RunResults]:
         if not runners:
             log.warning("No runners were provided to Comparator.run(); nothing will run.")
             return
@@ -90,38 +175,72 @@ class Comparator:
             for runner in runners:
                 stack.enter_context(runner)
             _set_loader_metadata(data_loader, runners[0])
-            for index, feed_dict in enumerate(data_loader):
-                _check_feed_dict(feed_dict, index)
-                run = RunResults()
-                for runner in runners:
-                    outputs = runner.infer(feed_dict)
-                    run.lst.append((runner.name, [IterationResult(outputs, runner.last_inference_time(), runner.name)]))
-                yield run
+            # Built once the runners are active, as Polygraphy does; single files keep deep copies
+            # because runners and loaders may reuse their buffers.
+            input_writer = IterationWriter(save_inputs_path, copy_on_accumulate=True, description="inputs")
+            output_writer = IterationWriter(
+                save_outputs_path, combine=RunResults.concat, copy_on_accumulate=True, description="outputs"
+            )
+            try:
+                for index, feed_dict in enumerate(data_loader):
+                    _check_feed_dict(feed_dict, index)
+                    if index == 1 and (input_writer.single_file or output_writer.single_file):
+                        log.warning(
+                            "Saving streamed iterations to a single file keeps every iteration in memory; "
+                            "save to a directory (a path without an extension) to keep memory constant."
+                        )
+                    input_writer.append(feed_dict)
+                    run = RunResults()
+                    for runner in runners:
+                        outputs = runner.infer(feed_dict)
+                        run.lst.append(
+                            (runner.name, [IterationResult(outputs, runner.last_inference_time(), runner.name)])
+                        )
+                    output_writer.append(run)
+                    yield run
+            finally:
+                input_writer.flush()
+                output_writer.flush()
 
     @staticmethod
-    def _run_materialized(runners, data_loader, warm_up) -> RunResults:
-        if data_loader is None:
-            raise GateError("Comparator.run() needs a data_loader.")
+    def _run_materialized(
+        runners,
+        data_loader,
+        warm_up,
+        use_subprocess=False,
+        subprocess_timeout=None,
+        subprocess_polling_interval=30,
+        save_inputs_path=None,
+        save_outputs_path=None,
+    ) -> RunResults:
         results = RunResults()
         cache = None
+        if not runners:
+            log.warning("No runners were provided to Comparator.run(); the results are empty.")
+        elif data_loader is None:
+            raise GateError("Comparator.run() needs a data_loader.")
         for runner in runners:
-            with runner:
-                if cache is None:
-                    _set_loader_metadata(data_loader, runner)
-                    cache = list(data_loader)
-                    if cache:
-                        _check_feed_dict(cache[0], 0)
-                    else:
-                        log.warning("Data loader did not yield any input data.")
-                for _ in range(warm_up if cache else 0):
-                    runner.infer(cache[0])
-                iterations = []
+            args = (runner, data_loader if cache is None else None, cache, warm_up)
+            if use_subprocess:
+                iterations, cache = run_in_subprocess(
+                    runner.name, _execute_runner, args, subprocess_timeout, subprocess_polling_interval
+                )
+            else:
+                iterations, cache = _execute_runner(*args)
+            results.lst.append((runner.name, iterations))
+
+        if save_inputs_path is not None and runners:
+            with IterationWriter(save_inputs_path, description="inputs") as writer:
                 for feed_dict in cache:
-                    outputs = runner.infer(feed_dict)
-                    if len(cache) > 1:
-                        outputs = copy.deepcopy(outputs)
-                    iterations.append(IterationResult(outputs, runner.last_inference_time(), runner.name))
-                results.lst.append((runner.name, iterations))
+                    writer.append(feed_dict)
+        if save_outputs_path is not None:
+            if is_single_file(save_outputs_path):
+                # Saved as is: split() + concat() would merge runners that share a name.
+                save_run_results(results, save_outputs_path)
+            else:
+                with IterationWriter(save_outputs_path, description="outputs") as writer:
+                    for single in results.split():
+                        writer.append(single)
         return results
 
     @staticmethod

@@ -17,6 +17,7 @@ from gate.errors import GateError
 
 MODEL_ZOO = "onnx-zoo"
 NPZ = "npz"
+POLYGRAPHY_JSON = "polygraphy-json"  # read only: gate.data.polygraphy_json
 LAYOUTS = (MODEL_ZOO, NPZ)
 
 _ZOO_DIR = re.compile(r"^test_data_set_(\d+)$")
@@ -24,12 +25,17 @@ _NPZ_FILE = re.compile(r"^(\d+)\.npz$")
 
 
 def detect_layout(directory: Path) -> str:
-    """Returns ``"onnx-zoo"`` or ``"npz"`` for an existing directory.
+    """Returns ``"onnx-zoo"`` or ``"npz"`` for an existing directory, or ``"polygraphy-json"`` for a
+    ``.json`` file or a directory of ``*.json`` files (``gate.data.polygraphy_json``).
 
     Raises:
-        GateError: the directory is missing or holds neither layout.
+        GateError: the directory (or ``.json`` file) is missing or holds none of the layouts.
     """
     directory = Path(directory)
+    if directory.suffix.lower() == ".json" and not directory.is_dir():
+        if not directory.is_file():
+            raise GateError(f"{directory}: file not found; expected Polygraphy JSON inputs or golden outputs.")
+        return POLYGRAPHY_JSON
     if not directory.is_dir():
         raise GateError(f"{directory}: directory not found; expected stored inputs or golden outputs there.")
     names = os.listdir(directory)
@@ -37,7 +43,12 @@ def detect_layout(directory: Path) -> str:
         return MODEL_ZOO
     if any(_NPZ_FILE.match(n) for n in names):
         return NPZ
-    raise GateError(f"{directory}: holds neither test_data_set_<N>/ folders (ONNX model-zoo layout) nor <N>.npz files.")
+    if any(n.endswith(".json") for n in names):
+        return POLYGRAPHY_JSON
+    raise GateError(
+        f"{directory}: holds neither test_data_set_<N>/ folders (ONNX model-zoo layout), <N>.npz files, "
+        "nor Polygraphy *.json files."
+    )
 
 
 def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
@@ -154,9 +165,15 @@ def _read_npz(path: Path) -> OrderedDict:
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
 
 
-def open_tensor_set(directory, kind: str, names: Sequence[str] = ()) -> TensorSet:
+def open_tensor_set(directory, kind: str, names: Sequence[str] = (), runner: str | None = None) -> TensorSet:
     """Opens stored inputs (``kind="input"``) or golden outputs (``kind="output"``); see
-    ``TensorSet``."""
+    ``TensorSet``. A ``.json`` file or a directory of ``*.json`` files is Polygraphy's JSON
+    (``gate.data.polygraphy_json.PolygraphyJsonSet``, same interface); ``runner`` picks the golden
+    runner there when the saved RunResults holds several, and is ignored by the other layouts."""
+    if detect_layout(directory) == POLYGRAPHY_JSON:
+        from gate.data.polygraphy_json import PolygraphyJsonSet
+
+        return PolygraphyJsonSet(directory, kind, names, runner)
     return TensorSet(directory, kind, names)
 
 

@@ -1,0 +1,139 @@
+"""The third stored layout: Polygraphy's JSON, as ``polygraphy run`` writes it.
+
+- Golden outputs: ``polygraphy run model.onnx --onnxrt --save-outputs golden.json`` (one RunResults
+  file) or ``--save-outputs golden`` (a directory of ``0000000000.json``..., one single-iteration
+  RunResults each).
+- Inputs: ``--save-inputs inputs.json`` (one file holding a JSON list of feed_dicts) or
+  ``--save-inputs inputs`` (a directory, one feed_dict per file).
+
+The format is ``gate.comparator.serde`` (Polygraphy 0.53.6, ``shared/spec/polygraphy-0.53.6.md``
+sections 1.5, 4.2 and 4.3). A single JSON file has no random access, so it is parsed whole when
+opened and its arrays stay in memory; a directory is read one file per iteration, on demand, so
+memory stays at one iteration. Saved outputs name their runner (``onnxrt-runner-N0-...``): a golden
+set must hold exactly one runner, or the runner to take must be named.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from gate.comparator.serde import check_inputs, list_iteration_files, load_json, load_run_results
+from gate.comparator.struct import RunResults
+from gate.errors import GateError
+
+POLYGRAPHY_JSON = "polygraphy-json"
+
+
+def is_polygraphy_json(path) -> bool:
+    """True for a ``.json`` file, or a directory holding ``*.json`` files."""
+    path = Path(path)
+    if path.is_dir():
+        return bool(list_iteration_files(path))
+    return path.suffix.lower() == ".json"
+
+
+class PolygraphyJsonSet:
+    """Stored inputs or golden outputs in Polygraphy's JSON: a sequence of iterations, each an
+    ``OrderedDict[name, numpy.ndarray]``, with the interface of ``gate.data.TensorSet``.
+
+    Args:
+        path: a ``.json`` file, or a directory of per-iteration ``*.json`` files (read in
+            ``sorted(glob("*.json"))`` order, as Polygraphy reads them).
+        kind: ``"input"`` (feed_dicts) or ``"output"`` (a RunResults).
+        names: the model's input (output) names; unused (JSON always names its tensors), kept for the
+            interface.
+        runner: for golden outputs, the runner whose outputs to take; needed only when the saved
+            RunResults holds several runners.
+
+    A file is parsed whole at construction; a directory reads iteration ``i`` from its ``i``-th
+    file each time ``set[i]`` is asked (nothing is cached), so each file must hold one iteration,
+    as Polygraphy's per-iteration writer makes them.
+
+    Raises:
+        GateError: a file that is not Polygraphy JSON (see ``gate.comparator.serde``); inputs that
+            are a RunResults or outputs that are not one; a golden RunResults with several runners
+            and no ``runner`` (or a ``runner`` it does not hold); a directory file holding more than
+            one iteration.
+    """
+
+    layout = POLYGRAPHY_JSON
+
+    def __init__(self, path, kind: str, names: Sequence[str] = (), runner: str | None = None):
+        self.path = Path(path)
+        self.directory = self.path  # the name TensorSet uses
+        self.kind = kind
+        self.names = list(names)
+        self.runner = runner
+        self._loaded = None
+        if self.path.is_dir():
+            self.entries = [Path(p) for p in list_iteration_files(self.path)]
+            if self.entries and kind == "output":
+                # Fail at open time, not at the first iteration, if the runner is ambiguous.
+                self.runner = self._select_runner(load_run_results(self.entries[0]), self.entries[0])
+        elif not self.path.exists():
+            raise GateError(f"{self.path}: file not found; expected Polygraphy JSON {self._what()}.")
+        else:
+            self.entries = []
+            self._loaded = self._read_file(self.path)
+
+    def _what(self) -> str:
+        return "inputs (--save-inputs)" if self.kind == "input" else "golden outputs (--save-outputs)"
+
+    def __len__(self) -> int:
+        return len(self._loaded) if self._loaded is not None else len(self.entries)
+
+    def __iter__(self) -> Iterator[OrderedDict]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def location(self, index: int) -> Path:
+        """The file that holds iteration ``index``."""
+        return self.path if self._loaded is not None else self.entries[index]
+
+    def __getitem__(self, index: int) -> OrderedDict:
+        if index < 0 or index >= len(self):
+            raise IndexError(index)
+        if self._loaded is not None:
+            return self._loaded[index]
+        file = self.entries[index]
+        iterations = self._read_file(file)
+        if len(iterations) != 1:
+            raise GateError(
+                f"{file}: holds {len(iterations)} iterations; each file of a directory must hold one (as "
+                "'polygraphy run --save-inputs/--save-outputs <directory>' writes them), or pass the file itself."
+            )
+        return iterations[0]
+
+    def _read_file(self, file: Path) -> list[OrderedDict]:
+        if self.kind == "input":
+            obj = load_json(file)
+            feed_dicts = obj if isinstance(obj, list) else [obj]
+            for index, feed_dict in enumerate(feed_dicts):
+                check_inputs(feed_dict, file, index)
+            return [OrderedDict(feed_dict) for feed_dict in feed_dicts]
+        run = load_run_results(file)
+        name = self._select_runner(run, file)
+        return [OrderedDict(it) for it in run[name]]
+
+    def _select_runner(self, run: RunResults, file) -> str:
+        names = run.keys()
+        if self.runner is not None:
+            if self.runner not in run:
+                raise GateError(f"{file}: holds no results of runner '{self.runner}'; it holds {names}.")
+            return self.runner
+        if not names:
+            raise GateError(f"{file}: the saved RunResults holds no runners; expected the golden runner's outputs.")
+        if len(names) > 1:
+            raise GateError(
+                f"{file}: the saved RunResults holds several runners {names}; say which one is the golden "
+                "(open_tensor_set(..., runner=NAME)) or save the golden outputs of one runner only."
+            )
+        return names[0]
+
+
+def open_polygraphy_json(path, kind: str, names: Sequence[str] = (), runner: str | None = None) -> PolygraphyJsonSet:
+    """Opens Polygraphy JSON inputs or golden outputs; see ``PolygraphyJsonSet``."""
+    return PolygraphyJsonSet(os.fspath(path), kind, names, runner)
