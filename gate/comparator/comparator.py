@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 
 from gate.comparator.compare import SimpleCompareFunc
+from gate.comparator.data_loader import DataLoader, coerce_feed_dict
 from gate.comparator.serde import save_run_results
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 from gate.comparator.subprocess_run import run_in_subprocess
@@ -53,6 +54,12 @@ def _check_save_paths(save_inputs_path, save_outputs_path):
         )
 
 
+def _coerce(feed_dict, metadata):
+    """The feed_dict as this runner expects it (exact names, lossless casts; spec 1.4). A runner that
+    declares no inputs (e.g. one replaying stored outputs) gets the feed_dict as it is."""
+    return coerce_feed_dict(feed_dict, metadata) if metadata else feed_dict
+
+
 def _execute_runner(runner, data_loader, cache, warm_up):
     """Runs one runner over every feed_dict (materialized mode); returns ``(iterations, cache)``.
 
@@ -61,6 +68,7 @@ def _execute_runner(runner, data_loader, cache, warm_up):
     a ``spawn`` child can run it.
     """
     with runner:
+        metadata = runner.get_input_metadata()
         if cache is None:
             _set_loader_metadata(data_loader, runner)
             cache = list(data_loader)
@@ -71,10 +79,10 @@ def _execute_runner(runner, data_loader, cache, warm_up):
         if warm_up and not cache:
             log.warning("%d warm-up run(s) were requested, but the data loader supplied no data.", warm_up)
         for _ in range(warm_up if cache else 0):
-            runner.infer(cache[0])
+            runner.infer(_coerce(cache[0], metadata))
         iterations = []
         for feed_dict in cache:
-            outputs = runner.infer(feed_dict)
+            outputs = runner.infer(_coerce(feed_dict, metadata))
             # One iteration keeps the runner's own arrays (Polygraphy's behaviour, spec case 33).
             if len(cache) > 1:
                 outputs = copy.deepcopy(outputs)
@@ -169,11 +177,11 @@ class Comparator:
         if not runners:
             log.warning("No runners were provided to Comparator.run(); nothing will run.")
             return
-        if data_loader is None:
-            raise GateError("Comparator.run(streaming=True) needs a data_loader.")
+        data_loader = DataLoader() if data_loader is None else data_loader
         with contextlib.ExitStack() as stack:
             for runner in runners:
                 stack.enter_context(runner)
+            metadata = [runner.get_input_metadata() for runner in runners]
             _set_loader_metadata(data_loader, runners[0])
             # Built once the runners are active, as Polygraphy does; single files keep deep copies
             # because runners and loaders may reuse their buffers.
@@ -191,8 +199,8 @@ class Comparator:
                         )
                     input_writer.append(feed_dict)
                     run = RunResults()
-                    for runner in runners:
-                        outputs = runner.infer(feed_dict)
+                    for runner, meta in zip(runners, metadata):
+                        outputs = runner.infer(_coerce(feed_dict, meta))
                         run.lst.append(
                             (runner.name, [IterationResult(outputs, runner.last_inference_time(), runner.name)])
                         )
@@ -218,7 +226,7 @@ class Comparator:
         if not runners:
             log.warning("No runners were provided to Comparator.run(); the results are empty.")
         elif data_loader is None:
-            raise GateError("Comparator.run() needs a data_loader.")
+            data_loader = DataLoader()
         for runner in runners:
             args = (runner, data_loader if cache is None else None, cache, warm_up)
             if use_subprocess:
