@@ -20,6 +20,7 @@ from gate.comparator.metrics import (
     SnrResult,
     SnrThreshold,
 )
+from gate.comparator.postprocess import TopKPostprocessFunc
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 
 __all__ = [
@@ -47,4 +48,5 @@ __all__ = [
     "SnrThreshold",
     "DataLoader",
     "coerce_feed_dict",
+    "TopKPostprocessFunc",
 ]
