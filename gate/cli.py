@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import traceback
+from pathlib import Path
 
 import gate
 from gate.errors import GateError
@@ -48,11 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="compare live outputs with the golden outputs (exit 0 pass, 1 fail, 2 error)")
     _add_common(check)
     check.add_argument("--runners", nargs="+", metavar="RUNNER", help="live runners, e.g. onnxrt")
-    check.add_argument("--atol", "--abs-tol", nargs="+", metavar="[OUT:]TOL", help="absolute tolerance(s)")
-    check.add_argument("--rtol", "--rel-tol", nargs="+", metavar="[OUT:]TOL", help="relative tolerance(s)")
+    check.add_argument(
+        "--atol", "--abs-tol", nargs="+", action="extend", metavar="[OUT:]TOL", help="absolute tolerance(s)"
+    )
+    check.add_argument(
+        "--rtol", "--rel-tol", nargs="+", action="extend", metavar="[OUT:]TOL", help="relative tolerance(s)"
+    )
     check.add_argument(
         "--check-error-stat",
         nargs="+",
+        action="extend",
         metavar="[OUT:]STAT",
         help="elemwise, max, mean, median or quantile (per output)",
     )
@@ -109,6 +115,17 @@ def overrides_from_args(args) -> dict:
     return overrides
 
 
+def _write_report(path, what, write):
+    """Writes a report file (parent folders created); an unwritable path is a one-line GateError."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as err:
+        raise GateError(f"{path}: cannot write the {what} ({err.strerror or err}).") from err
+    return path
+
+
 def run_check(args) -> int:
     from gate.config import load_config
     from gate.job import check
@@ -117,11 +134,10 @@ def run_check(args) -> int:
     cfg = load_config(args.config, overrides_from_args(args))
     result = check(cfg)
     print(render_text(result))
-    path = write_junit(result, cfg.junit)
+    path = _write_report(cfg.junit, "JUnit file", lambda p: write_junit(result, p))
     print(f"JUnit: {path}")
     if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(render_markdown(result))
+        _write_report(args.markdown, "Markdown report", lambda p: Path(p).write_text(render_markdown(result), "utf-8"))
     return result.exit_code
 
 

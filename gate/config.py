@@ -77,6 +77,17 @@ class GateConfig:
     title: str = ""
 
 
+PER_OUTPUT = ("atol", "rtol", "check_error_stat")
+
+
+def merge_per_output(base, override):
+    """An override merged over gate.toml's per-output value: a plain value replaces the default (the
+    ``""`` entry) and ``name:value`` entries replace those outputs; gate.toml's other entries stay."""
+    merged = dict(base) if isinstance(base, dict) else {"": base}
+    merged.update(override if isinstance(override, dict) else {"": override})
+    return merged[""] if list(merged) == [""] else merged
+
+
 def parse_per_output(values, cast, setting: str):
     """Parses ``polygraphy run``-style per-output values: each entry is ``[<output>:]<value>``, split
     on the last ``:`` so names may contain ``:``. A lone default entry gives a plain value, anything
@@ -87,11 +98,16 @@ def parse_per_output(values, cast, setting: str):
     """
     if isinstance(values, str):
         values = values.replace(",", " ").split()
+    else:
+        values = [part for value in values for part in str(value).replace(",", " ").split()]
     parsed = {}
     for entry in values:
         name, sep, raw = str(entry).rpartition(":")
         if not sep:
             name, raw = "", entry
+        if name in parsed:
+            what = f"output '{name}'" if name else "the default (an entry without a name)"
+            raise GateError(f"{setting}: {what} is given twice.")
         try:
             parsed[name] = cast(raw)
         except ValueError as err:
@@ -105,15 +121,18 @@ def parse_per_output(values, cast, setting: str):
 
 def _check_type(source, section, key, value):
     expected = _SCHEMA[section][key]
+    where = f"{section}.{key}" if section else key
     types = expected if isinstance(expected, tuple) else (expected,)
     if isinstance(value, bool) and bool not in types:
         ok = False
     else:
         ok = isinstance(value, types)
     if not ok:
-        names = " or ".join("table" if t is dict else t.__name__ for t in types)
-        where = f"{section}.{key}" if section else key
+        words = {dict: "table", int: "number", float: "number", str: "string", list: "list", bool: "boolean"}
+        names = " or ".join(dict.fromkeys(words[t] for t in types))
         raise GateError(f"{source}: '{where}' must be a {names}, got {type(value).__name__} {value!r}.")
+    if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+        raise GateError(f"{source}: '{where}' must be a list of non-empty strings, got {value!r}.")
 
 
 def _flatten(data: dict, source) -> dict:
@@ -130,6 +149,11 @@ def _flatten(data: dict, source) -> dict:
         elif key in _SCHEMA[""]:
             _check_type(source, "", key, value)
             flat[key] = value
+        elif key in _SCHEMA:
+            raise GateError(f"{source}: '{key}' must be a table ([{key}]), got {type(value).__name__} {value!r}.")
+        elif any(key in keys for keys in _SCHEMA.values()):
+            section = next(name for name, keys in _SCHEMA.items() if key in keys)
+            raise GateError(f"{source}: '{key}' belongs in the [{section}] table; write it under [{section}].")
         else:
             known = list(_SCHEMA[""]) + [s for s in _SCHEMA if s]
             hint = difflib.get_close_matches(key, known, n=1)
@@ -161,6 +185,8 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
         raise GateError(f"{path}: config file not found.") from err
     except OSError as err:
         raise GateError(f"{path}: cannot read the config file ({err.strerror}).") from err
+    except UnicodeDecodeError as err:
+        raise GateError(f"{path}: not UTF-8 text (byte {err.start}); save the config as UTF-8.") from err
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -171,7 +197,11 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     for key, value in (overrides or {}).items():
         if value is None:
             continue
-        settings[key] = Path(value).resolve() if key in ("model", "inputs", "golden", "junit") else value
+        if key in ("model", "inputs", "golden", "junit"):
+            value = Path(value).resolve()
+        elif key in PER_OUTPUT and key in settings:
+            value = merge_per_output(settings[key], value)
+        settings[key] = value
 
     for required in ("model", "inputs"):
         if required not in settings:
@@ -184,8 +214,21 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     for value in stat.values() if isinstance(stat, dict) else [stat]:
         if value not in CHECK_ERROR_STATS:
             raise GateError(f"{path}: check_error_stat '{value}' is not one of {', '.join(CHECK_ERROR_STATS)}.")
-    if settings.get("check_average") and "elemwise" in (stat.values() if isinstance(stat, dict) else [stat]):
-        raise GateError(f"{path}: check_average needs check_error_stat max, mean, median or quantile, not elemwise.")
+    if settings.get("check_average"):
+        if isinstance(stat, dict) and "" not in stat:
+            raise GateError(
+                f'{path}: check_average needs a default check_error_stat (an entry "" = "max", say): '
+                "outputs not listed would be checked elemwise, which cannot be averaged."
+            )
+        stats = stat.items() if isinstance(stat, dict) else [("", stat)]
+        elemwise = [name or "the default" for name, value in stats if value == "elemwise"]
+        if elemwise:
+            raise GateError(
+                f"{path}: check_average needs check_error_stat max, mean, median or quantile, not elemwise "
+                f"(for {', '.join(elemwise)})."
+            )
+    if "execution_providers" in settings and not settings["execution_providers"]:
+        raise GateError(f"{path}: 'execution_providers' is empty; name at least one, e.g. [\"CPUExecutionProvider\"].")
     for runner in list(settings.get("runners", [])) + [settings.get("reference_runner", "onnxrt")]:
         if runner not in RUNNERS:
             raise GateError(f"{path}: unknown runner '{runner}'; available: {', '.join(RUNNERS)}.")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import platform
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
-from gate.data.storage import MODEL_ZOO, NPZ, detect_layout
+from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, verdicts
 
@@ -101,10 +103,15 @@ def check(cfg: GateConfig) -> GateResult:
     """
     start = time.perf_counter()
     input_names, output_names = model_io_names(cfg.model)
+    _check_per_output_names(cfg, output_names)
     inputs = open_tensor_set(cfg.inputs, "input", input_names)
-    golden = open_tensor_set(cfg.golden, "output", output_names)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
+    if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
+        raise GateError(
+            f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'."
+        )
+    golden = open_tensor_set(cfg.golden, "output", output_names)
     if len(golden) != len(inputs):
         raise GateError(
             f"{cfg.golden}: {len(golden)} golden iterations for {len(inputs)} stored inputs in {cfg.inputs}; "
@@ -132,12 +139,29 @@ def check(cfg: GateConfig) -> GateResult:
             comparisons=comparisons,
         )
     except GateError as err:
-        if feed.current is not None and str(inputs.location(feed.current)) not in str(err):
-            raise GateError(f"iteration {feed.current} ({inputs.location(feed.current)}): {err}") from err
+        index = feed.current
+        if index is not None and str(inputs.location(index)) not in str(err):
+            where = f"inputs {inputs.location(index)}"
+            if golden.location(index) != inputs.location(index):
+                where += f", golden {golden.location(index)}"
+            raise GateError(f"iteration {index} ({where}): {err}") from err
         raise
     facts = _facts(cfg, runners)
     rows = verdicts(accuracy[0])
     return _gate_result(cfg, rows, len(inputs), time.perf_counter() - start, facts)
+
+
+def _check_per_output_names(cfg: GateConfig, output_names) -> None:
+    """A per-output tolerance or statistic for an output the model does not have is a typo that
+    would silently leave the real output at the default: refuse it."""
+    for setting in ("atol", "rtol", "check_error_stat"):
+        value = getattr(cfg, setting)
+        unknown = [name for name in value if name and name not in output_names] if isinstance(value, dict) else []
+        if unknown:
+            raise GateError(
+                f"{cfg.path}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "
+                f"its outputs are {output_names}."
+            )
 
 
 def _golden_run(golden, index):
@@ -159,6 +183,13 @@ def _gate_result(cfg, rows, iterations, duration, facts) -> GateResult:
     if not rows:
         return GateResult(status=ERROR, message="zero outputs were compared", **common)
     errors = [row for row in rows if row.error]
+    for row in rows:
+        if not row.error and row.dtypes and row.dtypes[0] != row.dtypes[1]:
+            row.error = (
+                f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
+                "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
+            )
+            errors.append(row)
     if errors:
         names = ", ".join(f"'{row.output}' ({row.error})" for row in errors)
         return GateResult(status=ERROR, message=f"could not compare {names}", **common)
@@ -179,41 +210,80 @@ def _gate_result(cfg, rows, iterations, duration, facts) -> GateResult:
 
 def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> list[Path]:
     """Runs the reference runner (``cfg.reference_runner``, ONNX Runtime CPU by default) over every
-    stored input and writes its outputs as the golden set, one iteration at a time.
+    stored input and writes its outputs as the golden set.
 
-    The golden layout follows the inputs' layout unless ``layout`` (``onnx-zoo`` / ``npz``) is given.
+    The golden layout follows the inputs' layout unless ``layout`` (``onnx-zoo`` / ``npz``) is given
+    (Polygraphy JSON inputs need one). The new golden set is written to a temporary folder beside the
+    golden folder first and moved into place only when every iteration ran, so a failure leaves the
+    old golden set as it was. Stored inputs are never touched.
 
     Raises:
-        GateError: golden outputs already exist and ``force`` is False; no stored inputs.
+        GateError: golden outputs (of any layout) already exist and ``force`` is False; npz golden
+            outputs would share the inputs' folder; no stored inputs; a runner or a file write fails
+            (naming the iteration or the file).
     """
     input_names, output_names = model_io_names(cfg.model)
     inputs = open_tensor_set(cfg.inputs, "input", input_names)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
     layout = layout or inputs.layout
-    existing = _existing_golden(cfg.golden, layout)
+    if layout not in (MODEL_ZOO, NPZ):
+        raise GateError(f"{cfg.inputs}: {layout} inputs are read only; pass --layout onnx-zoo or --layout npz.")
+    shared = cfg.golden.resolve() == Path(cfg.inputs).resolve()
+    if shared and (layout != MODEL_ZOO or inputs.layout != MODEL_ZOO):
+        raise GateError(
+            f"{cfg.path}: golden outputs in the {layout} layout need a folder of their own, but 'golden' is the "
+            f"inputs folder {cfg.inputs}; set golden = \"golden\" (only the ONNX model-zoo layout keeps "
+            "output_<K>.pb beside input_<K>.pb)."
+        )
+    if cfg.golden.exists() and not cfg.golden.is_dir():
+        raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
+    existing = _existing_golden(cfg.golden)
     if existing and not force:
         raise GateError(
             f"{existing[0]}: golden outputs already exist ({len(existing)} files); pass --force to overwrite them."
         )
-    for path in existing:
-        path.unlink()
-    written = []
-    runner = make_runner(cfg.reference_runner, cfg, name=cfg.reference_runner)
-    with runner:
-        for index in range(len(inputs)):
-            outputs = runner.infer(inputs[index])
-            written.extend(write_iteration(cfg.golden, layout, "output", index, outputs))
-    return written
+    try:
+        cfg.golden.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".golden-", dir=cfg.golden.parent))
+    except OSError as err:
+        raise GateError(f"{cfg.golden}: cannot create the golden folder ({err.strerror}).") from err
+    try:
+        runner = make_runner(cfg.reference_runner, cfg, name=cfg.reference_runner)
+        with runner:
+            for index in range(len(inputs)):
+                try:
+                    outputs = runner.infer(inputs[index])
+                except GateError as err:
+                    raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
+                _write(staging, layout, index, outputs)
+        for path in existing:
+            path.unlink()
+        written = []
+        for path in sorted(staging.rglob("*")):
+            if path.is_file():
+                target = cfg.golden / path.relative_to(staging)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(path), str(target))
+                written.append(target)
+        return written
+    except OSError as err:
+        raise GateError(f"{err.filename or cfg.golden}: cannot write golden outputs ({err.strerror}).") from err
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
-def _existing_golden(directory: Path, layout: str) -> list[Path]:
+def _write(folder, layout, index, outputs):
+    try:
+        write_iteration(folder, layout, "output", index, outputs)
+    except OSError as err:
+        raise GateError(f"{err.filename or folder}: cannot write golden outputs ({err.strerror}).") from err
+
+
+def _existing_golden(directory: Path) -> list[Path]:
+    """Golden files of any writable layout in ``directory`` (never input files)."""
     if not directory.is_dir():
         return []
-    if layout == MODEL_ZOO:
-        return sorted(directory.glob("test_data_set_*/output_*.pb"))
-    if layout == NPZ:
-        if directory.exists() and any(directory.iterdir()) and detect_layout(directory) == NPZ:
-            return sorted(directory.glob("*.npz"))
-        return []
-    raise GateError(f"Unknown golden layout '{layout}'; expected onnx-zoo or npz.")
+    return sorted(directory.glob("test_data_set_*/output_*.pb")) + sorted(
+        p for p in directory.iterdir() if p.suffix == ".npz" and p.stem.isdigit()
+    )

@@ -4,6 +4,7 @@ mismatched golden set regresses (exit 1), missing data or bad config cannot eval
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from conftest import EXAMPLE, EXAMPLE_OUTPUT, make_small_model, perturb_golden, run_cli, write_gate_toml
@@ -135,10 +136,22 @@ def test_config_mistakes_are_one_line(tmp_path):
         'model = "m.onnx"\ninputs = "i"\n[compare]\natol = -1\n': "'atol' must be a non-negative number, got -1",
         'model = "m.onnx"\ninputs = "i"\n[compare]\ncheck_average = true\n': "check_average needs check_error_stat",
         'inputs = "i"\n': "'model' is not set",
-        'model = "m.onnx"\ninputs = 3\n': "'inputs' must be a str, got int 3",
+        'model = "m.onnx"\ninputs = 3\n': "'inputs' must be a string, got int 3",
+        'model = "m.onnx"\ninputs = "i"\ncompare = 1\n': "'compare' must be a table ([compare])",
+        'model = "m.onnx"\ninputs = "i"\natol = 1\n': "'atol' belongs in the [compare] table",
+        'model = "m.onnx"\ninputs = "i"\n[compare]\natol = "x"\n': "'compare.atol' must be a number or table",
+        'model = "m.onnx"\ninputs = "i"\n[onnxrt]\nexecution_providers = []\n': "'execution_providers' is empty",
+        'model = "m.onnx"\ninputs = "i"\n[onnxrt]\nexecution_providers = [1]\n': "must be a list of non-empty strings",
+        'model = "m.onnx"\ninputs = "i"\n[compare]\ncheck_average = true\ncheck_error_stat = { y = "max" }\n': (
+            "check_average needs a default check_error_stat"
+        ),
         'model = "m.onnx"\ninputs = "i"\nmodle = 1\n': "unknown setting 'modle'; did you mean 'model'?",
         "model = [": "not valid TOML",
     }
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b'# caf\xe9\nmodel = "m.onnx"\n')
+    proc = run_cli("check", latin1)
+    assert proc.returncode == 2 and "not UTF-8 text (byte 5)" in one_line_error(proc)
     for text, expected in cases.items():
         cfg = write_gate_toml(tmp_path, text)
         proc = run_cli("check", cfg)
@@ -171,7 +184,9 @@ def test_wrong_input_dtype_names_the_input(tmp_path):
     assert "'x'" in line and "float64" in line and "float32" in line and "0.1" in line, line
 
 
-def test_dtype_mismatch_is_compared_in_the_wider_type_and_reported(tmp_path):
+def test_golden_dtype_that_disagrees_with_the_model_cannot_evaluate(tmp_path):
+    # The comparator compares in the wider type (and says so); the gate treats golden data stored in
+    # another dtype than the model produces as bad golden data: exit 2, naming the output.
     make_small_model(tmp_path / "m.onnx")
     (tmp_path / "inputs").mkdir()
     np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float32))
@@ -182,6 +197,67 @@ def test_dtype_mismatch_is_compared_in_the_wider_type_and_reported(tmp_path):
     np.savez(tmp_path / "golden" / "000000.npz", **golden)
     junit = tmp_path / "j.xml"
     proc = run_cli("check", cfg, "--junit", junit)
-    assert proc.returncode == 1
-    (failure,) = [r for case in next(iter(JUnitXml.fromfile(str(junit)))) for r in case.result]
-    assert "dtypes differ (float32 vs reference float64), compared in the wider type" in failure.message
+    assert proc.returncode == 2
+    assert "could not compare 'y' (is float64 in the golden outputs but onnxrt produces float32" in proc.stdout
+    (error,) = [r for case in next(iter(JUnitXml.fromfile(str(junit)))) for r in case.result]
+    assert isinstance(error, Error) and "is float64 in the golden outputs" in error.message
+
+
+def test_cli_tolerances_merge_over_gate_toml_and_split_like_the_readme_says(tmp_path):
+    from gate.cli import build_parser, overrides_from_args
+    from gate.config import load_config
+    from gate.errors import GateError
+
+    make_small_model(tmp_path / "m.onnx")
+    cfg = write_gate_toml(
+        tmp_path, 'model = "m.onnx"\ninputs = "i"\n[compare]\natol = { "" = 0.0, "s" = 1e-4 }\nrtol = 0.0\n'
+    )
+    args = build_parser().parse_args(["check", str(cfg), "--atol", "y:1e-3,a:b:2", "--atol", "5e-6"])
+    loaded = load_config(cfg, overrides_from_args(args))
+    assert loaded.atol == {"": 5e-6, "s": 1e-4, "y": 1e-3, "a:b": 2.0}
+    assert loaded.rtol == 0.0
+    args = build_parser().parse_args(["check", str(cfg), "--atol", "y:1", "y:2"])
+    with pytest.raises(GateError, match="--atol: output 'y' is given twice"):
+        overrides_from_args(args)
+
+
+def test_per_output_tolerance_for_an_output_the_model_lacks(tmp_path):
+    cfg = small_case(
+        tmp_path, np.ones((1, 64), np.float32), {"y": np.ones((1, 64), np.float32), "s": np.ones(1, np.float32)}
+    )
+    proc = run_cli("check", cfg, "--atol", "1e-3", "outptu:0.5")
+    assert proc.returncode == 2
+    assert "atol names output 'outptu', which m.onnx does not have; its outputs are ['y', 's']" in one_line_error(proc)
+
+
+def test_record_never_touches_inputs_and_is_atomic(tmp_path):
+    make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "data").mkdir()
+    for i in range(3):
+        np.savez(tmp_path / "data" / f"{i:03d}.npz", x=np.ones((1, 64), np.float32))
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "data"\n')  # golden defaults to inputs
+    for args in ((), ("--force",)):
+        proc = run_cli("record", cfg, *args)
+        assert proc.returncode == 2
+        assert "golden outputs in the npz layout need a folder of their own" in one_line_error(proc)
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["000.npz", "001.npz", "002.npz"]
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "data"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "golden").iterdir()}
+    np.savez(tmp_path / "data" / "002.npz", x=np.full((1, 64), 0.1, np.float64))  # fails at iteration 2
+    proc = run_cli("record", cfg, "--force")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert line.startswith(f"accuracy-gate: error: iteration 2 ({tmp_path}/data/002.npz): ")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "golden").iterdir()} == before  # old golden kept
+    assert not list(tmp_path.glob(".golden-*"))
+    proc = run_cli("record", cfg, "--layout", "onnx-zoo")  # another layout's golden files count too
+    assert proc.returncode == 2 and "golden outputs already exist (3 files)" in one_line_error(proc)
+
+
+def test_check_before_record_says_to_record(example):
+    for pb in example.glob("data/test_data_set_*/output_0.pb"):
+        pb.unlink()
+    proc = run_cli("check", example / "gate.toml")
+    assert proc.returncode == 2
+    assert f"no golden outputs yet; record them with 'accuracy-gate record {example}/gate.toml'" in one_line_error(proc)

@@ -60,6 +60,9 @@ class SessionFromOnnx:
     def __call__(self):
         import onnxruntime as ort
 
+        # Errors reach the user as one GateError line; onnxruntime's own multi-line, coloured error
+        # logs would repeat them.
+        ort.set_default_logger_severity(4)
         available = ort.get_available_providers()
         unknown = [p for p in self.execution_providers if p not in available]
         if unknown:

@@ -39,12 +39,19 @@ def detect_layout(directory: Path) -> str:
     if not directory.is_dir():
         raise GateError(f"{directory}: directory not found; expected stored inputs or golden outputs there.")
     names = os.listdir(directory)
-    if any(_ZOO_DIR.match(n) for n in names):
-        return MODEL_ZOO
-    if any(_NPZ_FILE.match(n) for n in names):
-        return NPZ
-    if any(n.endswith(".json") for n in names):
-        return POLYGRAPHY_JSON
+    found = [
+        layout
+        for layout, present in (
+            (MODEL_ZOO, any(_ZOO_DIR.match(n) for n in names)),
+            (NPZ, any(_NPZ_FILE.match(n) for n in names)),
+            (POLYGRAPHY_JSON, any(n.endswith(".json") for n in names)),
+        )
+        if present
+    ]
+    if len(found) > 1:
+        raise GateError(f"{directory}: holds several layouts at once ({', '.join(found)}); keep one per folder.")
+    if found:
+        return found[0]
     raise GateError(
         f"{directory}: holds neither test_data_set_<N>/ folders (ONNX model-zoo layout), <N>.npz files, "
         "nor Polygraphy *.json files."
@@ -60,6 +67,10 @@ def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
         index = int(match.group(1))
         if index in found:
             raise GateError(f"{directory}: iteration {index} is stored twice ({found[index].name} and {name}).")
+        if pattern is _ZOO_DIR and not (directory / name).is_dir():
+            raise GateError(
+                f"{directory / name}: expected a folder of input_<K>.pb / output_<K>.pb files, found a file."
+            )
         found[index] = directory / name
     for expected in range(len(found)):
         if expected not in found:
@@ -118,7 +129,12 @@ class TensorSet:
         files = {}
         for name in os.listdir(folder):
             if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
-                files[int(name[len(prefix) : -3])] = folder / name
+                position = int(name[len(prefix) : -3])
+                if position in files:
+                    raise GateError(
+                        f"{folder}: {self.kind} {position} is stored twice ({files[position].name} and {name})."
+                    )
+                files[position] = folder / name
         expected = max(len(self.names), max(files) + 1 if files else 0)
         for position in range(expected):
             if position not in files:
@@ -134,6 +150,8 @@ class TensorSet:
                         f"{len(self.names)} {self.kind}(s) to take it from."
                     )
                 name = self.names[position]
+            if name in tensors:
+                raise GateError(f"{files[position]}: tensor '{name}' is already stored in another {self.kind} file.")
             tensors[name] = array
         return tensors
 
