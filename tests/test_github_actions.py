@@ -8,13 +8,19 @@ from gate.errors import GateError
 from gate.github import actions
 from gate.github.actions import (
     STEP_SUMMARY_LIMIT,
+    annotate_capped,
     append_step_summary,
     escape_data,
     escape_property,
     parse_bool,
+    parse_choice,
+    parse_positive_int,
     read_input,
     set_outputs,
+    step_summary_room,
+    stop_commands,
     workflow_command,
+    workspace_path,
 )
 
 from fake_github import parse_github_output
@@ -58,6 +64,69 @@ def test_parse_bool_rejects_others_naming_the_input(text):
         parse_bool("fail_on_error", text)
 
 
+@pytest.mark.parametrize(("text", "expected"), [("7", 7), (" 12 ", 12)])
+def test_parse_positive_int(text, expected):
+    assert parse_positive_int("pr_number", text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "7.5", "#7", "\u0663", ""])
+def test_parse_positive_int_rejects(text):
+    with pytest.raises(GateError, match=r"^Input `pr_number` must be a positive integer, got .*\.$"):
+        parse_positive_int("pr_number", text)
+
+
+def test_parse_choice():
+    assert parse_choice("comment_mode", " On-Change ", ("always", "on-change")) == "on-change"
+    with pytest.raises(GateError, match=r"^Input `comment_mode` must be one of `always`, `on-change`, got 'never'\.$"):
+        parse_choice("comment_mode", "never", ("always", "on-change"))
+
+
+# --- paths inside the workspace -------------------------------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path):
+    workspace = tmp_path / "workspace"
+    (workspace / "models").mkdir(parents=True)
+    (workspace / "models" / "m.onnx").write_bytes(b"x")
+    (tmp_path / "secret").mkdir()
+    (workspace / "link-out").symlink_to(tmp_path / "secret", target_is_directory=True)
+    (workspace / "link-in").symlink_to(workspace / "models", target_is_directory=True)
+    return workspace, {"GITHUB_WORKSPACE": str(workspace)}
+
+
+def test_workspace_path_resolves_relative_paths_against_the_workspace(tree, tmp_path, monkeypatch):
+    workspace, env = tree
+    monkeypatch.chdir(tmp_path)  # not the workspace
+    assert workspace_path("model", "models/m.onnx", env) == workspace / "models" / "m.onnx"
+    assert workspace_path("model", "models/../models/m.onnx", env) == workspace / "models" / "m.onnx"
+    assert workspace_path("junit_path", "new/dir/j.xml", env) == workspace / "new" / "dir" / "j.xml"
+    assert workspace_path("model", str(workspace / "models" / "m.onnx"), env) == workspace / "models" / "m.onnx"
+    assert workspace_path("model", "link-in/m.onnx", env) == workspace / "link-in" / "m.onnx"  # stays inside
+    assert workspace_path("inputs", ".", env) == workspace
+
+
+@pytest.mark.parametrize(
+    "value", ["../secret/x", "models/../../secret/x", "link-out/x", "link-out/new/y.xml", "/etc/passwd"]
+)
+def test_workspace_path_refuses_escapes(tree, value):
+    workspace, env = tree
+    with pytest.raises(GateError, match=r"^Input `model` names .*, outside the workspace .*; expected a path inside"):
+        workspace_path("model", value, env)
+
+
+def test_workspace_path_refuses_a_sibling_with_the_same_prefix(tree, tmp_path):
+    workspace, env = tree
+    (tmp_path / "workspace-evil").mkdir()
+    with pytest.raises(GateError, match="outside the workspace"):
+        workspace_path("config", str(tmp_path / "workspace-evil" / "gate.toml"), env)
+
+
+def test_workspace_path_without_a_workspace_is_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert workspace_path("model", "../m.onnx", {}) == tmp_path.parent / "m.onnx"
+
+
 # --- workflow commands --------------------------------------------------------------------------
 
 
@@ -93,6 +162,30 @@ def test_group_prints_endgroup_even_on_error(capsys):
         print("inside")
         raise RuntimeError
     assert capsys.readouterr().out.splitlines() == ["::group::Run model", "inside", "::endgroup::"]
+
+
+def test_annotate_capped_prints_all_when_within_the_limit(capsys):
+    assert annotate_capped("error", [("t: 1", "a"), ("t2", "b\nc")], 3, "{count} more") == 2
+    assert capsys.readouterr().out.splitlines() == ["::error title=t%3A 1::a", "::error title=t2::b%0Ac"]
+
+
+def test_annotate_capped_summarizes_the_rest_in_one_line(capsys):
+    items = [(f"o{i}", f"m{i}") for i in range(15)]
+    assert annotate_capped("warning", items, 10, "{count} more outputs") == 10
+    out = capsys.readouterr().out.splitlines()
+    assert out[:9] == [f"::warning title=o{i}::m{i}" for i in range(9)]
+    assert out[9] == "::warning title=accuracy-gate::6 more outputs"
+
+
+def test_stop_commands_wraps_with_a_random_token(capsys):
+    with stop_commands():
+        print("::error::not a command")
+    with stop_commands():
+        pass
+    first, inside, end, second, second_end = capsys.readouterr().out.splitlines()
+    token = first.removeprefix("::stop-commands::")
+    assert len(token) >= 32 and inside == "::error::not a command" and end == f"::{token}::"
+    assert second != first and second_end != end
 
 
 # --- GITHUB_OUTPUT --------------------------------------------------------------------------------
@@ -172,6 +265,17 @@ def test_step_summary_exactly_at_limit_is_not_cut(tmp_path):
     text = "a" * (STEP_SUMMARY_LIMIT - 1) + "\n"
     assert append_step_summary(text, env) is True
     assert path.read_text() == text
+
+
+def test_step_summary_room(tmp_path):
+    path = tmp_path / "summary.md"
+    env = {"GITHUB_STEP_SUMMARY": str(path)}
+    assert step_summary_room({}) == 0
+    assert step_summary_room(env) == STEP_SUMMARY_LIMIT  # not created yet
+    path.write_bytes(b"x" * 1000)
+    assert step_summary_room(env) == STEP_SUMMARY_LIMIT - 1000
+    path.write_bytes(b"x" * (STEP_SUMMARY_LIMIT + 5))
+    assert step_summary_room(env) == 0
 
 
 def test_step_summary_full_file_takes_nothing(tmp_path):

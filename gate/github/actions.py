@@ -10,12 +10,16 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 from gate.errors import GateError
 
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub's per-step job-summary limit in bytes; above it the upload is aborted."""
+ANNOTATION_LIMIT = 10
+"""The Actions UI shows at most 10 ``::error`` and 10 ``::warning`` annotations per step (GitHub
+docs, "Workflow commands": annotations); later ones are dropped silently."""
 
 _TRUNCATED_NOTE = (
     "\n> **Note:** the accuracy-gate report was truncated here to stay within GitHub's 1 MiB job-summary limit.\n"
@@ -34,8 +38,9 @@ def read_input(name: str, environ: Mapping[str, str] = os.environ) -> str | None
     """
     base = name.strip().replace(" ", "_").upper()
     underscored, hyphenated = base.replace("-", "_"), base.replace("_", "-")
-    declared = [var for var in dict.fromkeys([f"INPUT_{base}", f"INPUT_{underscored}", f"INPUT_{hyphenated}"])
-                if var in environ]
+    declared = [
+        var for var in dict.fromkeys([f"INPUT_{base}", f"INPUT_{underscored}", f"INPUT_{hyphenated}"]) if var in environ
+    ]
     for var in declared or [underscored]:
         value = environ.get(var)
         if value is not None and value.strip():
@@ -53,6 +58,60 @@ def parse_bool(name: str, value: str) -> bool:
     if text in ("true", "false"):
         return text == "true"
     raise GateError(f"Input `{name}` must be `true` or `false`, got {value!r}.")
+
+
+def parse_positive_int(name: str, value: str) -> int:
+    """Return ``value`` as a positive integer (ASCII digits only, surrounding spaces ignored).
+
+    Raises:
+        GateError: for anything else, naming input ``name``.
+    """
+    text = str(value).strip()
+    if text.isascii() and text.isdigit() and int(text) > 0:
+        return int(text)
+    raise GateError(f"Input `{name}` must be a positive integer, got {value!r}.")
+
+
+def parse_choice(name: str, value: str, choices: Sequence[str]) -> str:
+    """Return ``value`` (surrounding spaces stripped, lower-cased) when it is one of ``choices``.
+
+    Raises:
+        GateError: for any other value, naming input ``name`` and listing the choices.
+    """
+    text = str(value).strip().lower()
+    if text in choices:
+        return text
+    listed = ", ".join(f"`{c}`" for c in choices)
+    raise GateError(f"Input `{name}` must be one of {listed}, got {value!r}.")
+
+
+def workspace_path(name: str, value: str, environ: Mapping[str, str] = os.environ) -> Path:
+    """Return the path that input ``name`` names, resolved inside the workspace.
+
+    A relative ``value`` is relative to ``GITHUB_WORKSPACE`` (the container's working directory).
+    When ``GITHUB_WORKSPACE`` is set, the path (after ``..``, absolute paths and symbolic links are
+    resolved; the file need not exist yet) must lie inside it: a Docker action sees nothing else of
+    the runner, and an input must not make the action read or write outside the checkout. Without
+    ``GITHUB_WORKSPACE`` (a local run) the path is relative to the working directory and not confined.
+
+    Returns:
+        The absolute, normalized path (symbolic links inside the workspace are kept as named).
+    Raises:
+        GateError: when the path escapes the workspace, naming the input, the value and the workspace.
+    """
+    workspace = environ.get("GITHUB_WORKSPACE")
+    base = Path(workspace) if workspace else Path.cwd()
+    candidate = Path(os.path.normpath(base.absolute() / Path(value).expanduser()))
+    if not workspace:
+        return candidate
+    root = os.path.realpath(workspace)
+    real = os.path.realpath(candidate)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise GateError(
+            f"Input `{name}` names {value!r}, which resolves to {real}, outside the workspace {workspace}; "
+            "expected a path inside the repository checkout."
+        )
+    return candidate
 
 
 def escape_data(s: object) -> str:
@@ -98,6 +157,42 @@ def notice(message: object, title: str | None = None, file: str | None = None, l
 def add_mask(value: object) -> None:
     """Print ``::add-mask::`` so the runner hides ``value`` in all later log output."""
     print(workflow_command("add-mask", value), flush=True)
+
+
+def annotate_capped(cmd: str, annotations: Iterable[tuple[str, str]], limit: int, more: str) -> int:
+    """Print ``::cmd title=T::message`` for each ``(title, message)`` of ``annotations``, at most
+    ``limit`` lines in all: when there are more, the first ``limit - 1`` are printed and then one line,
+    ``more`` formatted with ``{count}`` (how many were left out).
+
+    Returns:
+        The number of lines printed.
+    """
+    items = list(annotations)
+    if len(items) > limit:
+        shown, left = items[: max(limit - 1, 0)], len(items) - max(limit - 1, 0)
+    else:
+        shown, left = items, 0
+    for title, message in shown:
+        print(workflow_command(cmd, message, title=title), flush=True)
+    if left:
+        print(workflow_command(cmd, more.format(count=left), title="accuracy-gate"), flush=True)
+    return len(shown) + (1 if left else 0)
+
+
+@contextlib.contextmanager
+def stop_commands() -> Iterator[None]:
+    """Stop the runner from reading workflow commands in everything printed inside the ``with`` block.
+
+    For echoing untrusted text (a report from another run): a line such as ``::add-mask::`` or
+    ``::error::`` in it is then printed as plain text. The resume token is random, so the text
+    cannot guess it (GitHub docs, "Stopping and starting workflow commands").
+    """
+    token = f"accuracy-gate-{uuid.uuid4().hex}"
+    print(f"::stop-commands::{token}", flush=True)
+    try:
+        yield
+    finally:
+        print(f"::{token}::", flush=True)
 
 
 @contextlib.contextmanager
@@ -154,6 +249,16 @@ def _fit_step_summary(text: str, budget: int) -> str | None:
     head = text.encode("utf-8")[:room]
     cut = head.rfind(b"\n") + 1  # keeps whole lines only; 0 when the first line does not fit
     return (head[:cut] + note).decode("utf-8")
+
+
+def step_summary_room(environ: Mapping[str, str] = os.environ) -> int:
+    """Bytes that can still be appended to the job summary before GitHub's 1 MiB limit (0 when full
+    or when ``GITHUB_STEP_SUMMARY`` is unset)."""
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return 0
+    existing = os.path.getsize(path) if os.path.exists(path) else 0
+    return max(STEP_SUMMARY_LIMIT - existing, 0)
 
 
 def append_step_summary(markdown: str, environ: Mapping[str, str] = os.environ) -> bool:
