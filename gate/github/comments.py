@@ -1,14 +1,19 @@
-"""The sticky pull-request comment: one comment per pull request and key, updated in place.
+"""GitHub's REST API as the action needs it, and the sticky pull-request comment: one comment per
+pull request and key, updated in place.
 
 Uses GitHub's REST "issue comments" endpoints (pull requests are issues there):
-https://docs.github.com/rest/issues/comments. Our comment is found by a hidden HTML marker on its first
-line *and* by its author, so comments by people (or other bots) quoting the marker are never touched.
-Retries follow GitHub's "Best practices for using the REST API" (rate limits: ``retry-after``,
-``x-ratelimit-remaining``/``x-ratelimit-reset``).
+https://docs.github.com/rest/issues/comments, and the "pulls" endpoints to find the pull request of
+a commit or branch (https://docs.github.com/rest/pulls/pulls,
+https://docs.github.com/rest/commits/commits#list-pull-requests-associated-with-a-commit). Our
+comment is found by a hidden HTML marker on its first line *and* by its author, so comments by people
+(or other bots) quoting the marker are never touched. Retries follow GitHub's "Best practices for
+using the REST API" (rate limits: ``retry-after``, ``x-ratelimit-remaining``/``x-ratelimit-reset``;
+at least a minute for a secondary limit without either; no retry for 401, 404 and 422).
 """
 
 from __future__ import annotations
 
+import email.utils
 import re
 import time
 from collections.abc import Callable
@@ -21,17 +26,23 @@ import gate
 from gate.errors import GateError
 
 MARKER_PREFIX = "<!-- accuracy-gate:"
+DIGEST_PREFIX = "<!-- accuracy-gate-digest:"
 DEFAULT_AUTHOR = "github-actions[bot]"
 """The login of comments made with the workflow's ``GITHUB_TOKEN``."""
 API_VERSION = "2022-11-28"
 COMMENT_LIMIT = 65536
 """GitHub's comment body limit in characters (HTTP 422 "Body is too long")."""
 COMMENT_TRUNCATE_AT = 60000
-"""Longer bodies are cut to this many characters: GitHub's exact counting is unclear, so keep a margin."""
+"""The most UTF-8 bytes a comment body gets: GitHub's exact counting is unclear, so keep a margin.
+Counting bytes bounds characters and UTF-16 code units alike."""
 TRUNCATED_NOTE = "_The report was truncated to fit GitHub's comment size limit; see the job summary for all of it._"
+READ_ONLY_MESSAGE = "resource not accessible by integration"
+"""GitHub's 403 message for a token without the needed permission (a fork's read-only token)."""
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/-]")  # no '>' or '!', so a key cannot end the HTML comment
+_NO_RETRY = (400, 401, 404, 410, 422)
 
 
 class GitHubError(GateError):
@@ -42,6 +53,12 @@ class GitHubError(GateError):
         super().__init__(message)
         self.status = status
         self.message = message
+
+    @property
+    def read_only(self) -> bool:
+        """True for GitHub's 403 "Resource not accessible by integration": the token may not write
+        here (a pull request from a fork, a Dependabot run, or a missing ``pull-requests: write``)."""
+        return self.status == 403 and READ_ONLY_MESSAGE in self.message.lower()
 
 
 def marker(key: str) -> str:
@@ -60,33 +77,52 @@ def marker(key: str) -> str:
     return f"{MARKER_PREFIX}{safe} -->"
 
 
-def _rate_limit_wait(response: requests.Response) -> float | None:
-    """Seconds to wait before retrying a rate-limited response, or None when it was not rate-limited."""
+def _retry_after(value: str, now: float) -> float | None:
+    """Seconds from a ``Retry-After`` header: delay-seconds or an HTTP date (RFC 9110, 10.2.3)."""
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - now, 0.0) if when is not None else None
+
+
+def _rate_limit_wait(response: requests.Response, now: float, attempt: int = 0) -> float | None:
+    """Seconds to wait before retrying a rate-limited response, or None when it was not rate-limited.
+
+    ``retry-after`` wins; else, with ``x-ratelimit-remaining: 0``, until ``x-ratelimit-reset`` (epoch
+    seconds, compared with ``now``) plus a second; else a 429, or a 403 whose message names a rate
+    limit, waits a minute doubled per earlier attempt, as GitHub asks for secondary limits.
+    """
     if response.status_code not in (403, 429):
         return None
-    retry_after = response.headers.get("retry-after", "")
-    if retry_after.isdigit():
-        return float(retry_after)
+    retry_after = _retry_after(response.headers.get("retry-after", ""), now)
+    if retry_after is not None:
+        return retry_after
     if response.headers.get("x-ratelimit-remaining") == "0":
-        reset = response.headers.get("x-ratelimit-reset", "")
-        return max(float(reset) - time.time(), 0.0) + 1.0 if reset.isdigit() else 60.0
+        reset = response.headers.get("x-ratelimit-reset", "").strip()
+        return max(float(reset) - now, 0.0) + 1.0 if reset.isdigit() else 60.0 * 2**attempt
     if response.status_code == 429 or "rate limit" in response.text.lower():
-        return 60.0  # a secondary rate limit without headers: GitHub asks for at least a minute
+        return 60.0 * 2**attempt
     return None
 
 
 class GitHubClient:
-    """A minimal GitHub REST client for issue comments.
+    """A minimal GitHub REST client: issue comments and the pull-request lookups.
 
     Args:
         api_url: the REST root, ``GITHUB_API_URL`` (``https://api.github.com`` or GHES's ``/api/v3``).
         token: a ``GITHUB_TOKEN``, PAT or App token; kept out of every message and ``repr``.
-        timeout: seconds per HTTP request.
+        timeout: seconds per HTTP request (connect and read).
         session: a ``requests.Session`` to reuse; a new one by default.
         retries: extra attempts after rate limits, 5xx and connection errors (POST: rate limits and
-            connect timeouts only, since a repeated POST could create a second comment).
-        sleep: the wait function (tests pass a stub).
-        max_wait: give up instead of waiting longer than this many seconds for a rate limit.
+            connect timeouts only, since a repeated POST could create a second comment). 401, 404
+            and 422 are never retried, nor a 403 that is not a rate limit.
+        sleep: the wait function (tests pass a recorder).
+        clock: the current time in epoch seconds, for ``x-ratelimit-reset`` (tests pass a fixed one).
+        max_wait: give up instead of waiting more than this many seconds in all for one request.
     Raises:
         GateError: when ``token`` is empty.
     """
@@ -98,8 +134,9 @@ class GitHubClient:
         timeout: float = 10.0,
         session: requests.Session | None = None,
         *,
-        retries: int = 2,
+        retries: int = 3,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
         max_wait: float = 300.0,
     ) -> None:
         if not token:
@@ -110,6 +147,7 @@ class GitHubClient:
         self.max_wait = max_wait
         self._session = session if session is not None else requests.Session()
         self._sleep = sleep
+        self._clock = clock
         self._token = token
         self._headers = {
             "Authorization": f"Bearer {token}",
@@ -127,22 +165,27 @@ class GitHubClient:
     def _request(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         """Send one request with retries; return the last response, or raise GitHubError when none came."""
         path = urlsplit(url).path
+        waited = 0.0
         for attempt in range(self.retries + 1):
             final = attempt == self.retries
             try:
                 response = self._session.request(method, url, headers=self._headers, timeout=self.timeout, **kwargs)
             except requests.RequestException as exc:
-                if final or (method == "POST" and not isinstance(exc, requests.ConnectTimeout)):
+                wait = 2.0**attempt
+                retryable = method != "POST" or isinstance(exc, requests.ConnectTimeout)
+                if final or not retryable or waited + wait > self.max_wait:
                     message = self._redact(f"GitHub API {method} {path} failed without a response: {exc}")
                     raise GitHubError(None, message) from exc
-                self._sleep(2.0**attempt)
+                self._sleep(wait)
+                waited += wait
                 continue
-            wait = _rate_limit_wait(response)
+            wait = _rate_limit_wait(response, self._clock(), attempt)
             if wait is None and response.status_code >= 500 and method != "POST":
                 wait = 2.0**attempt
-            if wait is None or final or wait > self.max_wait:
+            if response.status_code in _NO_RETRY or wait is None or final or waited + wait > self.max_wait:
                 return response
             self._sleep(wait)
+            waited += wait
         raise AssertionError("unreachable")
 
     def _error(self, method: str, url: str, response: requests.Response) -> GitHubError:
@@ -152,7 +195,7 @@ class GitHubClient:
             detail = response.text
         detail = " ".join(detail.split())[:300] or response.reason or ""
         hint = ""
-        if response.status_code in (403, 404) and _rate_limit_wait(response) is None:
+        if response.status_code in (403, 404) and _rate_limit_wait(response, self._clock()) is None:
             hint = " (the token needs `pull-requests: write`; tokens of pull requests from forks are read-only)"
         message = f"GitHub API {method} {urlsplit(url).path} failed with HTTP {response.status_code}: {detail}{hint}"
         return GitHubError(response.status_code, self._redact(message))
@@ -168,32 +211,74 @@ class GitHubClient:
             raise GateError(f"Repository {repo!r} is not of the form 'owner/name'.")
         return f"{self.api_url}/repos/{repo}"
 
+    def _paginate(self, url: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every item of a list endpoint, following the ``Link`` header's ``rel="next"`` through all
+        pages (https://docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api).
+
+        Raises:
+            GitHubError: on an API error, a page that is not a list, or a next-page link to another
+                host (the token is not sent there).
+        """
+        next_url: str | None = url
+        next_params: dict[str, Any] | None = {"per_page": 100, **params}
+        origin = urlsplit(self.api_url)[:2]
+        items: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        while next_url and next_url not in seen:
+            seen.add(next_url)
+            response = self._call("GET", next_url, params=next_params)
+            page = response.json()
+            if not isinstance(page, list):
+                raise GitHubError(response.status_code, f"GitHub API GET {urlsplit(next_url).path} returned no list.")
+            items.extend(item for item in page if isinstance(item, dict))
+            next_url, next_params = response.links.get("next", {}).get("url"), None  # the link carries the query
+            if next_url and urlsplit(next_url)[:2] != origin:
+                raise GitHubError(None, f"GitHub API pagination pointed to another host: {urlsplit(next_url).netloc}.")
+        return items
+
     def list_issue_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         """Return every comment on issue or pull request ``number`` of ``repo`` ("owner/name"), oldest first.
 
-        ``GET /repos/{owner}/{repo}/issues/{number}/comments?per_page=100``, following the ``Link``
-        header's ``rel="next"`` through all pages (https://docs.github.com/rest/issues/comments,
-        https://docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api).
+        ``GET /repos/{owner}/{repo}/issues/{number}/comments?per_page=100``, every page
+        (https://docs.github.com/rest/issues/comments).
 
         Raises:
-            GitHubError: on an API error, or a next-page link to another host (the token is not sent there).
+            GitHubError: on an API error, or a next-page link to another host.
         """
-        url: str | None = f"{self._repo_url(repo)}/issues/{int(number)}/comments"
-        params: dict[str, Any] | None = {"per_page": 100}
-        origin = urlsplit(self.api_url)[:2]
-        comments: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        while url and url not in seen:
-            seen.add(url)
-            response = self._call("GET", url, params=params)
-            page = response.json()
-            if not isinstance(page, list):
-                raise GitHubError(response.status_code, f"GitHub API GET {urlsplit(url).path} returned no list.")
-            comments.extend(page)
-            url, params = response.links.get("next", {}).get("url"), None  # the link carries the query
-            if url and urlsplit(url)[:2] != origin:
-                raise GitHubError(None, f"GitHub API pagination pointed to another host: {urlsplit(url).netloc}.")
-        return comments
+        return self._paginate(f"{self._repo_url(repo)}/issues/{int(number)}/comments", {})
+
+    def list_open_pulls_by_head(self, repo: str, head: str) -> list[dict[str, Any]]:
+        """Return the open pull requests of ``repo`` whose head is ``head`` (``owner:branch``).
+
+        ``GET /repos/{owner}/{repo}/pulls?head=owner:branch&state=open``, every page
+        (https://docs.github.com/rest/pulls/pulls#list-pull-requests). This finds the pull request of
+        a fork's branch, which ``workflow_run.pull_requests`` leaves out.
+
+        Raises:
+            GitHubError: on an API error.
+        """
+        return self._paginate(f"{self._repo_url(repo)}/pulls", {"head": head, "state": "open"})
+
+    def list_pulls_for_commit(self, repo: str, sha: str) -> list[dict[str, Any]]:
+        """Return the pull requests associated with commit ``sha`` (open, closed and merged).
+
+        ``GET /repos/{owner}/{repo}/commits/{sha}/pulls``, every page
+        (https://docs.github.com/rest/commits/commits#list-pull-requests-associated-with-a-commit).
+
+        Raises:
+            GitHubError: on an API error. GateError: for a ``sha`` that is not a full commit SHA.
+        """
+        if not _SHA.fullmatch(sha or ""):
+            raise GateError(f"Commit {sha!r} is not a full commit SHA.")
+        return self._paginate(f"{self._repo_url(repo)}/commits/{sha}/pulls", {})
+
+    def get_pull(self, repo: str, number: int) -> dict[str, Any]:
+        """Return pull request ``number`` of ``repo`` (``GET /repos/{owner}/{repo}/pulls/{number}``).
+
+        Raises:
+            GitHubError: on an API error (404: no such pull request).
+        """
+        return self._call("GET", f"{self._repo_url(repo)}/pulls/{int(number)}").json()
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
         """Create a comment on issue or pull request ``number`` and return it (with ``id``, ``html_url``).
@@ -236,19 +321,44 @@ class GitHubClient:
         return login if isinstance(login, str) and login else None
 
 
+def utf8_len(text: str) -> int:
+    """The length of ``text`` in UTF-8 bytes, the unit of every size budget here."""
+    return len(text.encode("utf-8"))
+
+
 def fit_comment_body(body: str, limit: int = COMMENT_TRUNCATE_AT) -> str:
-    """Return ``body`` unchanged if it has at most ``limit`` characters, else cut at a line boundary
-    (closing an open code fence) and ending with :data:`TRUNCATED_NOTE`, ``limit`` characters at most."""
-    if len(body) <= limit:
+    """Return ``body`` unchanged if it has at most ``limit`` UTF-8 bytes, else cut at a line boundary
+    (closing an open code fence) and ending with :data:`TRUNCATED_NOTE`, ``limit`` bytes at most.
+
+    The last line of defence: reports arrive already fitted section by section
+    (``gate.report.markdown.render_markdown(budget=...)``), so this only cuts a body that a caller
+    built too long, and GitHub never answers 422 "Body is too long".
+    """
+    if utf8_len(body) <= limit:
         return body
-    room = limit - len(TRUNCATED_NOTE) - len("```\n") - 1
-    head = body[:room]
+    room = limit - utf8_len(TRUNCATED_NOTE) - len("```\n") - 2
+    head = body.encode("utf-8")[: max(room, 0)].decode("utf-8", "ignore")
     cut = head.rfind("\n")
     head = head[: cut + 1] if cut > 0 else head + "\n"
     fences = sum(line.lstrip().startswith("```") for line in head.splitlines())
     if fences % 2:
         head += "```\n"
     return head + "\n" + TRUNCATED_NOTE
+
+
+def digest_marker(digest: str) -> str:
+    """Return the hidden line ``<!-- accuracy-gate-digest:{digest} -->`` that records which results a
+    comment shows, so that ``on-change`` can tell unchanged results apart from a new commit or run."""
+    if not re.fullmatch(r"[0-9a-f]{8,128}", digest or ""):
+        raise GateError(f"Digest {digest!r} is not a lower-case hex string.")
+    return f"{DIGEST_PREFIX}{digest} -->"
+
+
+def header_size(key: str, digest: str | None = None) -> int:
+    """UTF-8 bytes that :func:`upsert_comment` adds in front of a body (the marker lines), so that a
+    caller can render the report into ``COMMENT_TRUNCATE_AT - header_size(...)``."""
+    lines = [marker(key)] + ([digest_marker(digest)] if digest else [])
+    return utf8_len("\n".join(lines) + "\n")
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -263,23 +373,34 @@ def upsert_comment(
     body: str,
     key: str = "default",
     author: str | None = None,
+    *,
+    create: bool = True,
+    digest: str | None = None,
 ) -> dict[str, Any]:
     """Create or update the one accuracy-gate comment for ``key`` on pull request ``number``.
 
-    The body gets ``marker(key)`` as its first line and is cut to fit GitHub's size limit. Among the
-    comments containing that marker, only those by ``author`` count: the given login, else the token's
-    own login (``client.authenticated_login()``), else ``github-actions[bot]`` (the ``GITHUB_TOKEN``
-    identity; pass ``author`` explicitly for an App token, whose ``/user`` is unreadable). The newest of
-    them (highest ``id``) is updated in place; with none, a comment is created.
+    The body gets ``marker(key)`` as its first line (and ``digest_marker(digest)`` as its second when
+    ``digest`` is given) and is cut to :data:`COMMENT_TRUNCATE_AT` bytes at most. Among the comments
+    containing that marker, only those by ``author`` count: the given login, else the token's own
+    login (``client.authenticated_login()``), else ``github-actions[bot]`` (the ``GITHUB_TOKEN``
+    identity; pass ``author`` explicitly for an App token, whose ``/user`` is unreadable). Every page
+    of comments is searched; the newest match (highest ``id``) is the one kept up to date.
+
+    - No match: POST a new comment when ``create``, else do nothing ("skipped").
+    - A match whose body is the same text, or (with ``digest``) that carries the same digest line:
+      no request ("unchanged").
+    - Otherwise: PATCH it in place ("updated").
 
     Returns:
-        ``{"action": "created" | "updated" | "unchanged", "comment_id": int, "html_url": str}``;
-        "unchanged" means the body was already identical and no PATCH was sent.
+        ``{"action": "created" | "updated" | "unchanged" | "skipped", "comment_id": int | None,
+        "html_url": str | None}``.
     Raises:
-        GitHubError: on an API error. GateError: for an empty key or a malformed ``repo``.
+        GitHubError: on an API error (``.read_only`` tells a read-only token apart).
+        GateError: for an empty key or a malformed ``repo``.
     """
     tag = marker(key)
-    full_body = fit_comment_body(f"{tag}\n{body}")
+    head = tag + (f"\n{digest_marker(digest)}" if digest else "")
+    full_body = fit_comment_body(f"{head}\n{body}")
     login = (author or client.authenticated_login() or DEFAULT_AUTHOR).casefold()
     ours = [
         c
@@ -287,10 +408,13 @@ def upsert_comment(
         if tag in (c.get("body") or "") and str((c.get("user") or {}).get("login", "")).casefold() == login
     ]
     if not ours:
+        if not create:
+            return {"action": "skipped", "comment_id": None, "html_url": None}
         created = client.create_issue_comment(repo, number, full_body)
         return {"action": "created", "comment_id": created["id"], "html_url": created.get("html_url")}
     newest = max(ours, key=lambda c: c["id"])
-    if _same_text(newest.get("body") or "", full_body):
+    existing = newest.get("body") or ""
+    if _same_text(existing, full_body) or (digest and digest_marker(digest) in existing.splitlines()[:3]):
         return {"action": "unchanged", "comment_id": newest["id"], "html_url": newest.get("html_url")}
     updated = client.update_issue_comment(repo, newest["id"], full_body)
     return {"action": "updated", "comment_id": updated["id"], "html_url": updated.get("html_url")}
