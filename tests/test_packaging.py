@@ -20,10 +20,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
-from gate.action import INPUTS, OUTPUTS
+from gate.action import DEFAULTS, INPUTS, OUTPUTS
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION_YML = ROOT / "action.yml"
+GPU_ACTION_YML = ROOT / "gpu" / "action.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 README = ROOT / "README.md"
 WORKFLOWS_DIR = ROOT / "examples" / "workflows"
@@ -193,9 +194,10 @@ def test_action_runs_the_dockerfile_with_documented_defaults():
     assert action["runs"] == {"using": "docker", "image": "Dockerfile"}
     assert set(action["branding"]) == {"icon", "color"}
     inputs = action["inputs"]
-    assert inputs["config"].get("required") is True
+    # `required` is enforced by the action itself (per mode); the runner ignores it.
+    assert all(spec.get("required") is False for spec in inputs.values())
     assert inputs["github_token"]["default"] == "${{ github.token }}"
-    assert inputs["comment"]["default"] == "true"
+    assert "default" not in inputs["comment"] and "comment_mode" in inputs["comment"]["deprecationMessage"]
     assert "default" not in inputs["junit_path"]  # so that gate.toml's [report] junit applies
     # the container sees INPUT_<NAME>; a hyphen would survive into the variable name
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", name) for name in inputs)
@@ -225,10 +227,13 @@ def test_dockerfile_copies_only_existing_files():
     assert not missing, f"the Dockerfile copies {', '.join(missing)}, missing from the repository: docker build fails"
 
 
-def test_readme_inputs_table_lists_every_action_input():
+def readme_table(heading_word: str) -> dict[str, list[str]]:
+    """The first Markdown table under the first README heading naming ``heading_word``: first cell
+    (backticks stripped) -> the other cells."""
     lines = README.read_text(encoding="utf-8").splitlines()
-    heading = next((i for i, line in enumerate(lines) if re.match(r"#+\s.*\binputs\b", line, re.I)), None)
-    assert heading is not None, "README.md has no heading naming the inputs"
+    pattern = rf"#+\s.*\b{heading_word}\b"
+    heading = next((i for i, line in enumerate(lines) if re.match(pattern, line, re.I)), None)
+    assert heading is not None, f"README.md has no heading naming the {heading_word}"
     table = []
     for line in lines[heading + 1 :]:
         if line.startswith("#") and table == []:
@@ -237,9 +242,49 @@ def test_readme_inputs_table_lists_every_action_input():
             table.append(line)
         elif table:
             break
-    names = {row.strip().strip("|").split("|")[0].strip().strip("`") for row in table}
+    rows = {}
+    for row in table[2:]:  # header and separator
+        cells = [cell.strip() for cell in row.strip().strip("|").split(" | ")]
+        rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def test_readme_inputs_table_lists_every_action_input():
+    names = readme_table("inputs")
     missing = [name for name in load_action()["inputs"] if name not in names]
     assert not missing, f"README.md's inputs table lacks: {', '.join(missing)}"
+    stale = [name for name in names if name not in load_action()["inputs"]]
+    assert not stale, f"README.md's inputs table lists inputs action.yml does not have: {', '.join(stale)}"
+
+
+def test_defaults_agree_between_action_yml_the_code_and_the_readme():
+    inputs = load_action()["inputs"]
+    declared = {name: spec["default"] for name, spec in inputs.items() if "default" in spec}
+    assert {k: v for k, v in declared.items() if k != "github_token"} == DEFAULTS
+    readme = readme_table("inputs")
+    for name, default in declared.items():
+        assert readme[name][0] == f"`{default}`", f"README.md gives input {name} the default {readme[name][0]}"
+    for name in set(inputs) - set(declared):
+        assert not re.fullmatch(r"`[^`]*`", readme[name][0]), (
+            f"README.md gives input {name} the literal default {readme[name][0]}, but action.yml declares none"
+        )
+
+
+def test_readme_outputs_table_lists_every_output():
+    assert list(readme_table("outputs")) == list(OUTPUTS)
+
+
+def test_gpu_variant_declares_the_same_inputs_and_forwards_every_one():
+    if not GPU_ACTION_YML.exists():
+        pytest.skip("gpu/action.yml is not in this tree yet")
+    gpu = yaml.safe_load(GPU_ACTION_YML.read_text(encoding="utf-8"))
+    action = load_action()
+    assert list(gpu["inputs"])[: len(INPUTS)] == list(INPUTS)
+    for name in INPUTS:
+        assert gpu["inputs"][name].get("default") == action["inputs"][name].get("default"), name
+    text = GPU_ACTION_YML.read_text(encoding="utf-8")
+    unforwarded = [name for name in INPUTS if f"INPUT_{name.upper()}" not in text]
+    assert not unforwarded, f"gpu/action.yml does not forward: {', '.join(unforwarded)}"
 
 
 # --- the image's install step, replayed ------------------------------------------------------------
