@@ -134,6 +134,8 @@ def run_check(args) -> int:
     cfg = load_config(args.config, overrides_from_args(args))
     result = check(cfg)
     print(render_text(result))
+    if result.status == "error":
+        print(f"accuracy-gate: error: {result.message}", file=sys.stderr)
     path = _write_report(cfg.junit, "JUnit file", lambda p: write_junit(result, p))
     print(f"JUnit: {path}")
     if args.markdown:

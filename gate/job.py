@@ -9,12 +9,14 @@ import platform
 import shutil
 import tempfile
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 import onnx
 
 import gate
+from gate.backend.golden import GoldenRunner
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.config import GateConfig
@@ -61,19 +63,64 @@ def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
     raise GateError(f"{cfg.path}: unknown runner '{kind}'.")
 
 
-class _TrackedInputs:
-    """Iterates the stored inputs and remembers which iteration is being run, so that an error during
-    inference can name the iteration and its file."""
+class _Progress:
+    """Where a streaming check is: the iteration being run, how many were fully compared, and the
+    first error (a runner or a reader failing, a comparison that cannot be made). The stream stops at
+    that error, so everything compared before it is kept and reported."""
 
-    def __init__(self, inputs):
+    def __init__(self, inputs, golden):
         self.inputs = inputs
+        self.golden = golden
         self.current = None
+        self.compared = 0
+        self.error: GateError | None = None
+        self.error_iteration = None
 
-    def __iter__(self):
+    def feed(self):
         for index in range(len(self.inputs)):
             self.current = index
             yield self.inputs[index]
-        self.current = None
+
+    def stop(self, err: GateError):
+        if self.error is None:
+            self.error, self.error_iteration = err, self.current
+
+    def until_error(self, stream):
+        """Yields the stream's items until it raises a GateError or ``stop`` was called."""
+        try:
+            for run in stream:
+                if self.error is not None:
+                    break
+                yield run
+                if self.error is None:
+                    self.compared += 1
+        except GateError as err:
+            self.stop(err)
+        finally:
+            stream.close()
+
+    def where(self, index) -> str:
+        where = f"inputs {self.inputs.location(index)}"
+        if self.golden.location(index) != self.inputs.location(index):
+            where += f", golden {self.golden.location(index)}"
+        return where
+
+
+class _Guarded:
+    """A compare function that records a GateError (e.g. no common outputs) as the stream's stopping
+    error instead of losing the results gathered so far."""
+
+    def __init__(self, func, progress):
+        self.func = func
+        self.progress = progress
+        self.thresholds_for = func.thresholds_for
+
+    def __call__(self, result0, result1):
+        try:
+            return self.func(result0, result1)
+        except GateError as err:
+            self.progress.stop(err)
+            return OrderedDict()
 
 
 def _facts(cfg: GateConfig, runners) -> dict:
@@ -127,28 +174,33 @@ def check(cfg: GateConfig) -> GateResult:
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
     )
-    feed = _TrackedInputs(inputs)
-    live = Comparator.run(runners, data_loader=feed, streaming=True)
-    golden_stream = (_golden_run(golden, i) for i in range(len(golden)))
-    comparisons = [(i, len(runners)) for i in range(len(runners))]
-    try:
-        accuracy = Comparator.compare_accuracy(
-            [live, golden_stream],
-            compare_func=compare_func,
-            check_average=cfg.check_average,
-            comparisons=comparisons,
+    progress = _Progress(inputs, golden)
+    stream = Comparator.run(
+        [*runners, GoldenRunner(golden, name="golden")], data_loader=progress.feed(), streaming=True
+    )
+    accuracy = Comparator.compare_accuracy(
+        progress.until_error(stream),
+        compare_func=_Guarded(compare_func, progress),
+        check_average=cfg.check_average,
+        comparisons=[(i, len(runners)) for i in range(len(runners))],
+    )[0]
+    stopped = None
+    if progress.error is not None:
+        for pair in accuracy:  # an iteration whose comparison raised holds nothing worth reporting
+            del accuracy[pair][progress.compared :]
+        index = progress.error_iteration
+        message = str(progress.error)
+        if index is not None and str(inputs.location(index)) not in message:
+            message = f"iteration {index} ({progress.where(index)}): {message}"
+        stopped = (index, message)
+    rows = verdicts(accuracy)
+    result = _gate_result(cfg, rows, progress.compared, time.perf_counter() - start, _facts(cfg, runners))
+    if stopped is not None:
+        result.status = ERROR
+        result.stopped_at, result.message = stopped[0], (
+            f"stopped after {progress.compared} of {len(inputs)} iterations: {stopped[1]}"
         )
-    except GateError as err:
-        index = feed.current
-        if index is not None and str(inputs.location(index)) not in str(err):
-            where = f"inputs {inputs.location(index)}"
-            if golden.location(index) != inputs.location(index):
-                where += f", golden {golden.location(index)}"
-            raise GateError(f"iteration {index} ({where}): {err}") from err
-        raise
-    facts = _facts(cfg, runners)
-    rows = verdicts(accuracy[0])
-    return _gate_result(cfg, rows, len(inputs), time.perf_counter() - start, facts)
+    return result
 
 
 def _check_per_output_names(cfg: GateConfig, output_names) -> None:
@@ -162,12 +214,6 @@ def _check_per_output_names(cfg: GateConfig, output_names) -> None:
                 f"{cfg.path}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "
                 f"its outputs are {output_names}."
             )
-
-
-def _golden_run(golden, index):
-    from gate.comparator.struct import IterationResult, RunResults
-
-    return RunResults([("golden", [IterationResult(golden[index], 0.0, "golden")])])
 
 
 def _gate_result(cfg, rows, iterations, duration, facts) -> GateResult:

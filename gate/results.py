@@ -82,6 +82,7 @@ class GateResult:
     duration_s: float = 0.0
     facts: dict = field(default_factory=dict)
     title: str = ""
+    stopped_at: int | None = None  # the iteration at which evaluation stopped with an error, if any
 
     @property
     def exit_code(self) -> int:

@@ -518,9 +518,12 @@ def test_missing_golden_file_is_an_error_that_is_still_reported(workspace, fake)
 
     assert run.code == 2
     assert workspace.junit.is_file()
-    [(name, [error])] = junit_results(workspace.junit)
+    # Nothing lost: iterations 0-2 were compared and are reported; the stop is an error testcase.
+    [(compared, compared_results), (name, [error])] = junit_results(workspace.junit)
+    assert compared.endswith(OUTPUT) and compared_results == []
     assert isinstance(error, Error) and error.type == "could-not-evaluate"
-    assert str(missing) in error.message and name.endswith("/(no outputs)")
+    assert str(missing) in error.message and name.endswith("/iteration 3")
+    assert "stopped after 3 of 8 iterations" in error.message
     assert run.final.startswith("::error title=accuracy-gate::could not evaluate: ") and str(missing) in run.final
     assert [run.outputs[k] for k in ("passed", "regressed", "failed_outputs", "junit_path")] == [
         "false",
@@ -528,7 +531,7 @@ def test_missing_golden_file_is_an_error_that_is_still_reported(workspace, fake)
         "[]",
         "reports/accuracy-junit.xml",
     ]
-    assert run.report["status"] == "error" and run.report["rows"] == []
+    assert run.report["status"] == "error" and [r["output"] for r in run.report["rows"]] == [OUTPUT]
     [comment] = fake.on_pr(PR_NUMBER)
     assert comment["body"].splitlines()[0] == workspace.comment_marker
     assert "**error (could not evaluate)**" in comment["body"]

@@ -74,8 +74,13 @@ def test_removed_golden_file_cannot_evaluate(example):
     assert proc.returncode == 2
     line = one_line_error(proc)
     assert line == (
-        f"accuracy-gate: error: {example}/data/test_data_set_3/output_0.pb: file not found (output '{EXAMPLE_OUTPUT}')."
+        f"accuracy-gate: error: stopped after 3 of 8 iterations: {example}/data/test_data_set_3/output_0.pb: "
+        f"file not found (output '{EXAMPLE_OUTPUT}')."
     )
+    # Nothing lost: the three iterations compared before the error are reported, and JUnit exists.
+    assert "0/3" in proc.stdout
+    suite = next(iter(JUnitXml.fromfile(str(example / "j.xml"))))
+    assert suite.tests == 2 and suite.errors == 1 and suite.failures == 0
 
 
 def test_record_refuses_to_overwrite(example):

@@ -40,6 +40,12 @@ def build_suites(result: GateResult) -> list[TestSuite]:
         elif not row.passed:
             case.add_failure_info(message=_clean(row.message()), output=_clean(row.message()), failure_type="accuracy")
         suite.test_cases.append(case)
+    if result.stopped_at is not None and suites:
+        # Evaluation stopped part-way: what was compared stays above; this says where and why it stopped.
+        first = next(iter(suites.values()))
+        case = TestCase(f"{result.model}/iteration {result.stopped_at}", classname=first.test_cases[0].classname)
+        case.add_error_info(message=_clean(result.message), error_type="could-not-evaluate")
+        first.test_cases.append(case)
     if not suites:
         case = TestCase(f"{result.model}/(no outputs)", classname="accuracy-gate")
         case.add_error_info(message=_clean(result.message), error_type="could-not-evaluate")
