@@ -4,6 +4,7 @@ mismatched golden set regresses (exit 1), missing data or bad config cannot eval
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
@@ -266,3 +267,44 @@ def test_check_before_record_says_to_record(example):
     proc = run_cli("check", example / "gate.toml")
     assert proc.returncode == 2
     assert f"no golden outputs yet; record them with 'accuracy-gate record {example}/gate.toml'" in one_line_error(proc)
+
+
+def make_gather_model(path):
+    """y = table[ids]: onnxruntime raises when an index is out of range."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "table")
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["y"])],
+        "gather",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [table],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
+    make_gather_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    for i in range(5):
+        np.savez(tmp_path / "inputs" / f"{i}.npz", ids=np.array([i, 9 - i], np.int64))
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    np.savez(tmp_path / "inputs" / "2.npz", ids=np.array([1, 99], np.int64))  # out of range for the table
+    junit, summary = tmp_path / "j.xml", tmp_path / "summary.md"
+    proc = run_cli("check", cfg, "--junit", junit, "--markdown", summary)
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert line.startswith(f"accuracy-gate: error: stopped after 2 of 5 iterations: iteration 2 (inputs {tmp_path}")
+    assert "2.npz" in line and "onnxruntime failed during inference" in line
+    suite = next(iter(JUnitXml.fromfile(str(junit))))
+    cases = list(suite)
+    assert [c.name for c in cases] == ["m.onnx/y", "m.onnx/iteration 2"]
+    assert cases[0].is_passed and "iterations=2 " in cases[0].system_out
+    (error,) = cases[1].result
+    assert isinstance(error, Error) and "stopped after 2 of 5 iterations" in error.message and "2.npz" in error.message
+    text = summary.read_text(encoding="utf-8")
+    assert "stopped after 2 of 5 iterations" in text and "2.npz" in text

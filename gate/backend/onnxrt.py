@@ -79,7 +79,7 @@ class SessionFromOnnx:
             "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
         }[self.graph_optimization_level]
         options.intra_op_num_threads = self.intra_op_num_threads
-        options.log_severity_level = 3
+        options.log_severity_level = 4  # errors reach the user as one GateError line instead
         try:
             return ort.InferenceSession(str(self.path), sess_options=options, providers=self.execution_providers)
         except Exception as err:  # onnxruntime raises its own Fail / InvalidProtobuf / NoSuchFile types
