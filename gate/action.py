@@ -207,6 +207,8 @@ def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
     overrides["title"] = get("title")
     junit = get("junit_path")
     overrides["junit"] = str(actions.workspace_path("junit_path", junit, environ)) if junit else None
+    # gate.toml's own paths must stay inside the workspace too (gate.paths).
+    overrides["root"] = environ.get("GITHUB_WORKSPACE") or None
     return overrides
 
 

@@ -35,6 +35,12 @@ def _add_common(parser):
     parser.add_argument(
         "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
     )
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="folder every model/inputs/golden path must stay inside (default: $GITHUB_WORKSPACE, else the "
+        "config file's folder)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
 
@@ -96,6 +102,7 @@ def overrides_from_args(args) -> dict:
         "golden": args.golden,
         "execution_providers": args.execution_providers,
         "graph_optimization_level": args.graph_optimization_level,
+        "root": args.root,
     }
     if getattr(args, "command", None) == "record":
         overrides["reference_runner"] = args.reference_runner

@@ -33,6 +33,7 @@ from pathlib import Path
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
+from gate.paths import confinement_root, require_inside
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -241,4 +242,7 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
         raise GateError(f"{path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
     if "junit" in settings:
         settings["junit"] = Path(settings["junit"])
+    root = confinement_root(path, settings.pop("root", None))
+    for key in ("model", "inputs", "golden"):
+        require_inside(settings[key], root, f"'{key}'")
     return GateConfig(path=path.resolve(), **settings)

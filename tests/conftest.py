@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,12 @@ def example(tmp_path) -> Path:
     return dest
 
 
+@pytest.fixture(autouse=True)
+def _no_github_workspace(monkeypatch):
+    """Tests set GITHUB_WORKSPACE themselves where they mean to (a run inside GitHub Actions has it)."""
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+
+
 def perturb_golden(path: Path, index=(0, 0), delta=0.01) -> None:
     tensor = onnx.load_tensor(str(path))
     array = numpy_helper.to_array(tensor).copy()
@@ -34,8 +41,14 @@ def perturb_golden(path: Path, index=(0, 0), delta=0.01) -> None:
 
 def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
     """Runs ``python -m gate ARGS`` as a user would; returns the completed process (text)."""
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_WORKSPACE"}  # confine to the config's folder
     return subprocess.run(
-        [sys.executable, "-m", "gate", *map(str, args)], cwd=cwd or ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "gate", *map(str, args)],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 

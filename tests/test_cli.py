@@ -308,3 +308,33 @@ def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
     assert isinstance(error, Error) and "stopped after 2 of 5 iterations" in error.message and "2.npz" in error.message
     text = summary.read_text(encoding="utf-8")
     assert "stopped after 2 of 5 iterations" in text and "2.npz" in text
+
+
+def test_paths_cannot_escape_the_config_folder_or_the_data_folder(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    make_small_model(tmp_path / "outside.onnx")
+    make_small_model(project / "m.onnx")
+    (project / "inputs").mkdir()
+    np.savez(project / "inputs" / "0.npz", x=np.ones((1, 64), np.float32))
+    for model in ("../outside.onnx", str(tmp_path / "outside.onnx")):
+        cfg = write_gate_toml(project, f'model = "{model}"\ninputs = "inputs"\n')
+        proc = run_cli("check", cfg)
+        assert proc.returncode == 2
+        assert f"'model' resolves outside {project}; paths must stay inside it" in one_line_error(proc)
+    (project / "link.onnx").symlink_to(tmp_path / "outside.onnx")
+    cfg = write_gate_toml(project, 'model = "link.onnx"\ninputs = "inputs"\n')
+    assert "resolves outside" in one_line_error(run_cli("check", cfg)) and "(through a symlink)" in one_line_error(
+        run_cli("check", cfg)
+    )
+    assert (
+        run_cli("check", cfg, "--root", tmp_path).returncode != 2
+        or "resolves outside" not in run_cli("check", cfg, "--root", tmp_path).stderr
+    )  # --root widens the confinement
+    # A stored iteration that is a symlink to a file outside the data folder is refused too.
+    np.savez(tmp_path / "secret.npz", x=np.ones((1, 64), np.float32))
+    (project / "inputs" / "1.npz").symlink_to(tmp_path / "secret.npz")
+    cfg = write_gate_toml(project, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    proc = run_cli("record", cfg)
+    assert proc.returncode == 2
+    assert f"{project}/inputs/1.npz: a stored iteration resolves outside {project}/inputs" in one_line_error(proc)

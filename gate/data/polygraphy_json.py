@@ -23,6 +23,7 @@ from pathlib import Path
 from gate.comparator.serde import check_inputs, list_iteration_files, load_json, load_run_results
 from gate.comparator.struct import RunResults
 from gate.errors import GateError
+from gate.paths import require_inside
 
 POLYGRAPHY_JSON = "polygraphy-json"
 
@@ -69,7 +70,9 @@ class PolygraphyJsonSet:
         self.runner = runner
         self._loaded = None
         if self.path.is_dir():
-            self.entries = [Path(p) for p in list_iteration_files(self.path)]
+            self.entries = [
+                require_inside(Path(p), self.path, "a stored iteration") for p in list_iteration_files(self.path)
+            ]
             if self.entries and kind == "output":
                 # Fail at open time, not at the first iteration, if the runner is ambiguous.
                 self.runner = self._select_runner(load_run_results(self.entries[0]), self.entries[0])

@@ -14,6 +14,7 @@ import onnx
 from onnx import numpy_helper
 
 from gate.errors import GateError
+from gate.paths import require_inside
 
 MODEL_ZOO = "onnx-zoo"
 NPZ = "npz"
@@ -67,6 +68,7 @@ def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
         index = int(match.group(1))
         if index in found:
             raise GateError(f"{directory}: iteration {index} is stored twice ({found[index].name} and {name}).")
+        require_inside(directory / name, directory, "a stored iteration")
         if pattern is _ZOO_DIR and not (directory / name).is_dir():
             raise GateError(
                 f"{directory / name}: expected a folder of input_<K>.pb / output_<K>.pb files, found a file."
@@ -129,6 +131,7 @@ class TensorSet:
         files = {}
         for name in os.listdir(folder):
             if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
+                require_inside(folder / name, folder, f"{self.kind} file")
                 position = int(name[len(prefix) : -3])
                 if position in files:
                     raise GateError(
