@@ -154,6 +154,7 @@ def check(cfg: GateConfig) -> GateResult:
     inputs = open_tensor_set(cfg.inputs, "input", input_names)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
+    _check_golden_folder(cfg, inputs.layout, inputs.layout)
     if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
         raise GateError(
             f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'."
@@ -201,6 +202,18 @@ def check(cfg: GateConfig) -> GateResult:
             f"stopped after {progress.compared} of {len(inputs)} iterations: {stopped[1]}"
         )
     return result
+
+
+def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str) -> None:
+    """Only the ONNX model-zoo layout keeps golden outputs beside the inputs (output_<K>.pb next to
+    input_<K>.pb); any other layout needs a golden folder of its own."""
+    shared = cfg.golden.resolve() == Path(cfg.inputs).resolve()
+    if shared and (golden_layout != MODEL_ZOO or inputs_layout != MODEL_ZOO):
+        raise GateError(
+            f"{cfg.path}: golden outputs in the {golden_layout} layout need a folder of their own, but 'golden' is "
+            f"the inputs folder {cfg.inputs}; set golden = \"golden\" (only the ONNX model-zoo layout keeps "
+            "output_<K>.pb beside input_<K>.pb)."
+        )
 
 
 def _check_per_output_names(cfg: GateConfig, output_names) -> None:
@@ -275,13 +288,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> l
     layout = layout or inputs.layout
     if layout not in (MODEL_ZOO, NPZ):
         raise GateError(f"{cfg.inputs}: {layout} inputs are read only; pass --layout onnx-zoo or --layout npz.")
-    shared = cfg.golden.resolve() == Path(cfg.inputs).resolve()
-    if shared and (layout != MODEL_ZOO or inputs.layout != MODEL_ZOO):
-        raise GateError(
-            f"{cfg.path}: golden outputs in the {layout} layout need a folder of their own, but 'golden' is the "
-            f"inputs folder {cfg.inputs}; set golden = \"golden\" (only the ONNX model-zoo layout keeps "
-            "output_<K>.pb beside input_<K>.pb)."
-        )
+    _check_golden_folder(cfg, layout, inputs.layout)
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
     existing = _existing_golden(cfg.golden)

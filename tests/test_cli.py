@@ -328,7 +328,8 @@ def test_paths_cannot_escape_the_config_folder_or_the_data_folder(tmp_path):
         run_cli("check", cfg)
     )
     widened = run_cli("check", cfg, "--root", tmp_path)  # --root widens the confinement
-    assert "resolves outside" not in widened.stderr and "no golden outputs yet" in widened.stderr
+    assert "resolves outside" not in widened.stderr
+    assert "golden outputs in the npz layout need a folder of their own" in widened.stderr
     # A stored iteration that is a symlink to a file outside the data folder is refused too.
     np.savez(tmp_path / "secret.npz", x=np.ones((1, 64), np.float32))
     (project / "inputs" / "1.npz").symlink_to(tmp_path / "secret.npz")
