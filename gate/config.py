@@ -136,6 +136,11 @@ def _check_type(source, section, key, value):
         raise GateError(f"{source}: '{where}' must be a list of non-empty strings, got {value!r}.")
 
 
+def _shown(name: str) -> str:
+    """A key as it can be shown on one line (control characters escaped)."""
+    return name if name.isprintable() else repr(name)[1:-1]
+
+
 def _flatten(data: dict, source) -> dict:
     flat = {}
     for key, value in data.items():
@@ -144,7 +149,7 @@ def _flatten(data: dict, source) -> dict:
                 if sub not in _SCHEMA[key]:
                     hint = difflib.get_close_matches(sub, _SCHEMA[key], n=1)
                     did = f"; did you mean '{hint[0]}'?" if hint else f"; known keys: {', '.join(_SCHEMA[key])}"
-                    raise GateError(f"{source}: unknown setting '{key}.{sub}'{did}")
+                    raise GateError(f"{source}: unknown setting '{_shown(key)}.{_shown(sub)}'{did}")
                 _check_type(source, key, sub, subvalue)
                 flat[sub] = subvalue
         elif key in _SCHEMA[""]:
@@ -159,7 +164,7 @@ def _flatten(data: dict, source) -> dict:
             known = list(_SCHEMA[""]) + [s for s in _SCHEMA if s]
             hint = difflib.get_close_matches(key, known, n=1)
             did = f"; did you mean '{hint[0]}'?" if hint else f"; known keys: {', '.join(known)}"
-            raise GateError(f"{source}: unknown setting '{key}'{did}")
+            raise GateError(f"{source}: unknown setting '{_shown(key)}'{did}")
     return flat
 
 
@@ -214,7 +219,9 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     stat = settings.get("check_error_stat", "elemwise")
     for value in stat.values() if isinstance(stat, dict) else [stat]:
         if value not in CHECK_ERROR_STATS:
-            raise GateError(f"{path}: check_error_stat '{value}' is not one of {', '.join(CHECK_ERROR_STATS)}.")
+            raise GateError(
+                f"{path}: check_error_stat '{_shown(str(value))}' is not one of {', '.join(CHECK_ERROR_STATS)}."
+            )
     if settings.get("check_average"):
         if isinstance(stat, dict) and "" not in stat:
             raise GateError(
@@ -222,7 +229,7 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
                 "outputs not listed would be checked elemwise, which cannot be averaged."
             )
         stats = stat.items() if isinstance(stat, dict) else [("", stat)]
-        elemwise = [name or "the default" for name, value in stats if value == "elemwise"]
+        elemwise = [_shown(name) or "the default" for name, value in stats if value == "elemwise"]
         if elemwise:
             raise GateError(
                 f"{path}: check_average needs check_error_stat max, mean, median or quantile, not elemwise "
@@ -232,11 +239,11 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
         raise GateError(f"{path}: 'execution_providers' is empty; name at least one, e.g. [\"CPUExecutionProvider\"].")
     for runner in list(settings.get("runners", [])) + [settings.get("reference_runner", "onnxrt")]:
         if runner not in RUNNERS:
-            raise GateError(f"{path}: unknown runner '{runner}'; available: {', '.join(RUNNERS)}.")
+            raise GateError(f"{path}: unknown runner '{_shown(str(runner))}'; available: {', '.join(RUNNERS)}.")
     level = settings.get("graph_optimization_level", "all")
     if level not in GRAPH_OPTIMIZATION_LEVELS:
         raise GateError(
-            f"{path}: graph_optimization_level '{level}' is not one of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
+            f"{path}: graph_optimization_level '{_shown(str(level))}' is not one of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
         )
     if "runners" in settings and not settings["runners"]:
         raise GateError(f"{path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")

@@ -33,7 +33,6 @@ import glob
 import io
 import json
 import os
-import zipfile
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -271,8 +270,10 @@ def _decode_array(fields: Mapping, ctx: _Context) -> np.ndarray:
                 "never loaded; save plain numeric arrays instead."
             ) from err
         raise GateError(f"{ctx.where()}the array payload is not a valid .npy stream ({err}).") from err
-    except (OSError, EOFError, zipfile.BadZipFile) as err:
-        raise GateError(f"{ctx.where()}the array payload is not a valid .npy stream ({err}).") from err
+    except GateError:
+        raise
+    except Exception as err:  # numpy parses the .npy header with ast: SyntaxError, TokenError, zlib errors...
+        raise GateError(f"{ctx.where()}the array payload is not a valid .npy stream ({type(err).__name__}).") from err
 
 
 def from_json(text: str, source: str = "<string>"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -172,6 +171,14 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
     tensor = onnx.TensorProto()
     try:
         tensor.ParseFromString(data)
+    except Exception as err:  # protobuf's DecodeError
+        raise GateError(f"{path}: not a valid ONNX TensorProto ({type(err).__name__}: {err}).") from err
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data):
+        raise GateError(
+            f"{path}: tensor '{tensor.name}' keeps its values in external data; stored tensors must hold their "
+            "values (a stored file never makes the gate read another file)."
+        )
+    try:
         array = numpy_helper.to_array(tensor)
     except Exception as err:  # protobuf's DecodeError and numpy_helper's ValueError/TypeError
         raise GateError(f"{path}: not a valid ONNX TensorProto ({type(err).__name__}: {err}).") from err
@@ -182,7 +189,7 @@ def _read_npz(path: Path) -> OrderedDict:
     try:
         with np.load(path, allow_pickle=False) as archive:
             return OrderedDict((name, archive[name]) for name in archive.files)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+    except Exception as err:  # zipfile, zlib, numpy header and OS errors alike: a file we cannot read
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
 
 
