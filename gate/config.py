@@ -243,7 +243,8 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     level = settings.get("graph_optimization_level", "all")
     if level not in GRAPH_OPTIMIZATION_LEVELS:
         raise GateError(
-            f"{path}: graph_optimization_level '{_shown(str(level))}' is not one of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
+            f"{path}: graph_optimization_level '{_shown(str(level))}' is not one of "
+            f"{', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
         )
     if "runners" in settings and not settings["runners"]:
         raise GateError(f"{path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
