@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="treat the same infinity on both sides as equal (default: on)",
     )
+    check.add_argument(
+        "--validate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a NaN in any output stops evaluation with an error naming it (default: off)",
+    )
     check.add_argument("--title", help="heading of the Markdown report")
     check.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
     check.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
@@ -110,6 +116,7 @@ def overrides_from_args(args) -> dict:
         overrides.update(
             runners=args.runners,
             infinities_compare_equal=args.infinities_compare_equal,
+            validate=args.validate,
             title=args.title,
             check_average=args.check_average,
             junit=args.junit,

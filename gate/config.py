@@ -17,6 +17,7 @@ overrides)``); per-output values use ``polygraphy run``'s ``[<output>:]<value>``
     rtol = 1e-5
     check_error_stat = "elemwise" # elemwise | max | mean | median (or a table per output)
     check_average = false         # judge the average over iterations instead of each iteration
+    validate = false              # a NaN in any output stops evaluation (could not evaluate)
 
     [report]
     junit = "accuracy-gate-junit.xml"   # relative to the working directory
@@ -52,6 +53,7 @@ _SCHEMA = {
         "check_error_stat": (str, dict),
         "check_average": bool,
         "infinities_compare_equal": bool,
+        "validate": bool,
     },
     "report": {"junit": str, "title": str},
 }
@@ -74,6 +76,7 @@ class GateConfig:
     check_error_stat: str | dict = "elemwise"
     check_average: bool = False
     infinities_compare_equal: bool = True
+    validate: bool = False
     junit: Path = Path("accuracy-gate-junit.xml")
     title: str = ""
 

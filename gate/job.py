@@ -179,6 +179,8 @@ def check(cfg: GateConfig) -> GateResult:
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name="golden")], data_loader=progress.feed(), streaming=True
     )
+    if cfg.validate:
+        stream = Comparator.validate(stream, check_nan=True)
     accuracy = Comparator.compare_accuracy(
         progress.until_error(stream),
         compare_func=_Guarded(compare_func, progress),

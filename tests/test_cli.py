@@ -337,3 +337,19 @@ def test_paths_cannot_escape_the_config_folder_or_the_data_folder(tmp_path):
     proc = run_cli("record", cfg)
     assert proc.returncode == 2
     assert f"{project}/inputs/1.npz: a stored iteration resolves outside {project}/inputs" in one_line_error(proc)
+
+
+def test_validate_stops_at_a_nan_output_naming_it(tmp_path):
+    make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    for i in range(3):
+        np.savez(tmp_path / "inputs" / f"{i}.npz", x=np.full((1, 64), i, np.float32))
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    np.savez(tmp_path / "inputs" / "1.npz", x=np.full((1, 64), np.nan, np.float32))
+    assert run_cli("check", cfg).returncode == 1  # without validate a NaN is an accuracy failure
+    proc = run_cli("check", cfg, "--validate", "--junit", tmp_path / "j.xml")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "stopped after 1 of 3 iterations" in line and "1.npz" in line
+    assert "runner 'onnxrt', output 'y' contains NaN" in line
