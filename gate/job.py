@@ -23,6 +23,7 @@ from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
+from gate.paths import require_inside
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, verdicts
 
 log = logging.getLogger("gate")
@@ -40,12 +41,29 @@ def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
         model = onnx.load(str(model_path), load_external_data=False)
     except Exception as err:  # protobuf DecodeError and friends
         raise GateError(f"{model_path}: not an ONNX model ({type(err).__name__}: {err}).") from err
+    _check_external_data(model_path, model)
     initializers = {init.name for init in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in initializers]
     outputs = [o.name for o in model.graph.output]
     if not outputs:
         raise GateError(f"{model_path}: the model has no graph outputs.")
     return inputs, outputs
+
+
+def _check_external_data(model_path: Path, model) -> None:
+    """Every external-data file the model names must exist beside it and stay inside its folder."""
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+
+    folder = model_path.resolve().parent
+    for tensor in _get_all_tensors(model):
+        if not uses_external_data(tensor):
+            continue
+        location = ExternalDataInfo(tensor).location
+        path = require_inside(folder / location, folder, f"external data of tensor '{tensor.name}'")
+        if not path.is_file():
+            raise GateError(
+                f"{model_path}: external data file '{location}' of tensor '{tensor.name}' not found next to the model."
+            )
 
 
 def sha256_of(path: Path) -> str:
@@ -68,8 +86,9 @@ class _Progress:
     first error (a runner or a reader failing, a comparison that cannot be made). The stream stops at
     that error, so everything compared before it is kept and reported."""
 
-    def __init__(self, inputs, golden):
+    def __init__(self, inputs, golden, input_names):
         self.inputs = inputs
+        self.input_names = list(input_names)
         self.golden = golden
         self.current = None
         self.compared = 0
@@ -79,7 +98,14 @@ class _Progress:
     def feed(self):
         for index in range(len(self.inputs)):
             self.current = index
-            yield self.inputs[index]
+            feed_dict = self.inputs[index]
+            unknown = [name for name in feed_dict if name not in self.input_names]
+            if unknown:
+                raise GateError(
+                    f"{self.inputs.location(index)}: stored input '{unknown[0]}' is not an input of the model; "
+                    f"its inputs are {self.input_names}."
+                )
+            yield feed_dict
 
     def stop(self, err: GateError):
         if self.error is None:
@@ -175,7 +201,7 @@ def check(cfg: GateConfig) -> GateResult:
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
     )
-    progress = _Progress(inputs, golden)
+    progress = _Progress(inputs, golden, input_names)
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name="golden")], data_loader=progress.feed(), streaming=True
     )
