@@ -99,6 +99,12 @@ class _Progress:
         for index in range(len(self.inputs)):
             self.current = index
             feed_dict = self.inputs[index]
+            missing = [name for name in self.input_names if name not in feed_dict]
+            if missing:
+                raise GateError(
+                    f"{self.inputs.location(index)}: the stored inputs lack '{missing[0]}'; the model's inputs are "
+                    f"{self.input_names}, the file holds {list(feed_dict)}."
+                )
             unknown = [name for name in feed_dict if name not in self.input_names]
             if unknown:
                 raise GateError(
@@ -223,6 +229,9 @@ def check(cfg: GateConfig) -> GateResult:
             message = f"iteration {index} ({progress.where(index)}): {message}"
         stopped = (index, message)
     rows = verdicts(accuracy)
+    for row in rows:  # say where an output could not be compared
+        if row.error and row.worst_iteration is not None:
+            row.error += f" at iteration {row.worst_iteration} ({progress.where(row.worst_iteration)})"
     result = _gate_result(cfg, rows, progress.compared, time.perf_counter() - start, _facts(cfg, runners))
     if stopped is not None:
         result.status = ERROR

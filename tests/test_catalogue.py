@@ -192,7 +192,10 @@ CATALOGUE = {
         with_case(stored_input_unknown_name),
         ["inputs/0.npz", "stored input 'mask' is not an input of the model; its inputs are ['x']"],
     ),
-    "model: missing input": (with_case(stored_input_missing), ["inputs/0.npz", "'x'"]),
+    "model: missing input": (
+        with_case(stored_input_missing),
+        ["inputs/0.npz", "the stored inputs lack 'x'; the model's inputs are ['x'], the file holds ['mask']"],
+    ),
     "model: dtype that cannot be cast losslessly": (
         with_case(stored_input_lossy_dtype),
         ["inputs/2.npz", "'x'", "float64", "float32", "0.1"],
@@ -213,11 +216,11 @@ CATALOGUE = {
     "data: corrupt Polygraphy JSON": (corrupt_json, ["golden.json", "not a JSON file"]),
     "data: golden shape disagrees with the model": (
         with_case(golden_wrong_shape),
-        ["'y'", "(1, 64)", "(1, 32)"],
+        ["'y'", "(1, 64)", "(1, 32)", "at iteration 1", "golden/000001.npz"],
     ),
     "data: golden output the model does not have": (
         with_case(golden_extra_output),
-        ["'logits'", "is missing from 'onnxrt'"],
+        ["'logits'", "is missing from 'onnxrt'", "golden/000000.npz"],
     ),
     "data: missing iteration in the middle": (
         with_case(lambda tmp: (tmp / "inputs" / "1.npz").unlink()),

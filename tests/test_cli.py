@@ -115,7 +115,7 @@ def test_shape_mismatch_cannot_evaluate(tmp_path):
     junit = tmp_path / "j.xml"
     proc = run_cli("check", cfg, "--junit", junit)
     assert proc.returncode == 2
-    assert "could not compare 'y' (has shape (2, 64) but the reference has shape (1, 64))" in proc.stdout
+    assert "could not compare 'y' (has shape (2, 64) but the reference has shape (1, 64) at iteration 0" in proc.stdout
     errors = [r for case in next(iter(JUnitXml.fromfile(str(junit)))) for r in case.result if isinstance(r, Error)]
     assert len(errors) == 1
 
