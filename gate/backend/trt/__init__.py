@@ -18,6 +18,15 @@ Modules: ``settings`` (build settings and flag parsers), ``builder`` (build, loa
 all, for TensorRT and ONNX Runtime), ``probe`` (GPU probe), ``flavour`` (tensorrt vs tensorrt_rtx).
 """
 
+from gate.backend.trt.builder import (
+    BuildProgress,
+    BuiltEngine,
+    EngineFromBytes,
+    EngineFromOnnx,
+    EngineFromPath,
+    build_engine,
+)
+from gate.backend.trt.cache import EngineCache
 from gate.backend.trt.flavour import FLAVOURS
 from gate.backend.trt.layerwise import not_produced, onnx_tensor_names, onnx_with_outputs
 from gate.backend.trt.probe import GpuInfo, probe_gpu
@@ -31,9 +40,16 @@ from gate.backend.trt.settings import (
 
 __all__ = [
     "FLAVOURS",
+    "BuildProgress",
+    "BuiltEngine",
+    "EngineCache",
+    "EngineFromBytes",
+    "EngineFromOnnx",
+    "EngineFromPath",
     "GpuInfo",
     "Profile",
     "TrtBuildSettings",
+    "build_engine",
     "not_produced",
     "onnx_tensor_names",
     "onnx_with_outputs",
