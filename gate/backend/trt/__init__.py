@@ -30,6 +30,7 @@ from gate.backend.trt.cache import EngineCache
 from gate.backend.trt.flavour import FLAVOURS
 from gate.backend.trt.layerwise import not_produced, onnx_tensor_names, onnx_with_outputs
 from gate.backend.trt.probe import GpuInfo, probe_gpu
+from gate.backend.trt.runner import ALLOCATION_STRATEGIES, TrtRunner
 from gate.backend.trt.settings import (
     Profile,
     TrtBuildSettings,
@@ -39,6 +40,7 @@ from gate.backend.trt.settings import (
 )
 
 __all__ = [
+    "ALLOCATION_STRATEGIES",
     "FLAVOURS",
     "BuildProgress",
     "BuiltEngine",
@@ -49,6 +51,7 @@ __all__ = [
     "GpuInfo",
     "Profile",
     "TrtBuildSettings",
+    "TrtRunner",
     "build_engine",
     "not_produced",
     "onnx_tensor_names",
