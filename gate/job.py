@@ -229,8 +229,13 @@ def check(cfg: GateConfig) -> GateResult:
             message = f"iteration {index} ({progress.where(index)}): {message}"
         stopped = (index, message)
     rows = verdicts(accuracy)
-    for row in rows:  # say where an output could not be compared
-        if row.error and row.worst_iteration is not None:
+    for row in rows:
+        if not row.error and row.dtypes and row.dtypes[0] != row.dtypes[1]:
+            row.error = (
+                f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
+                "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
+            )
+        if row.error and row.worst_iteration is not None:  # say where it could not be compared
             row.error += f" at iteration {row.worst_iteration} ({progress.where(row.worst_iteration)})"
     result = _gate_result(cfg, rows, progress.compared, time.perf_counter() - start, _facts(cfg, runners))
     if stopped is not None:
@@ -279,13 +284,6 @@ def _gate_result(cfg, rows, iterations, duration, facts) -> GateResult:
     if not rows:
         return GateResult(status=ERROR, message="zero outputs were compared", **common)
     errors = [row for row in rows if row.error]
-    for row in rows:
-        if not row.error and row.dtypes and row.dtypes[0] != row.dtypes[1]:
-            row.error = (
-                f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
-                "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
-            )
-            errors.append(row)
     if errors:
         names = ", ".join(f"'{row.output}' ({row.error})" for row in errors)
         return GateResult(status=ERROR, message=f"could not compare {names}", **common)
