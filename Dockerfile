@@ -14,7 +14,9 @@ ENV PYTHONUNBUFFERED=1
 COPY pyproject.toml README.md entrypoint.py /opt/accuracy-gate/
 COPY gate/ /opt/accuracy-gate/gate/
 
-# The package's own dependencies (numpy, onnx, onnxruntime, ...) come from pyproject.toml.
-RUN python3 -m pip install --no-cache-dir /opt/accuracy-gate
+# The package's own dependencies (numpy, onnx, onnxruntime, ...) come from pyproject.toml; the
+# TensorRT runner also needs cuda-python (TensorRT itself is the base image's, so the [trt] extra,
+# which would pull TensorRT from PyPI, is not installed).
+RUN python3 -m pip install --no-cache-dir /opt/accuracy-gate "cuda-python>=12,<14"
 
 ENTRYPOINT ["python3", "/opt/accuracy-gate/entrypoint.py"]

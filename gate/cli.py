@@ -87,6 +87,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="a NaN in any output stops evaluation with an error naming it (default: off)",
     )
     check.add_argument("--title", help="heading of the Markdown report")
+    trt = check.add_argument_group("TensorRT (runners = trt; see [trt] in gate.toml)")
+    for flag in ("fp16", "bf16", "tf32", "int8"):
+        trt.add_argument(f"--{flag}", action="store_true", default=None, help=f"enable {flag} precision")
+    trt.add_argument("--strongly-typed", action="store_true", default=None, help="build a strongly typed network")
+    trt.add_argument("--input-shapes", nargs="+", metavar="NAME:[D,...]", help="one fixed profile, e.g. x:[1,3,48,192]")
+    for which in ("min", "opt", "max"):
+        trt.add_argument(
+            f"--trt-{which}-shapes",
+            nargs="+",
+            action="append",
+            metavar="NAME:[D,...]",
+            help=f"{which} shapes of an optimization profile (repeat the three flags for several profiles)",
+        )
+    trt.add_argument("--trt-flavour", choices=["tensorrt", "tensorrt_rtx"], help="which TensorRT module to use")
+    trt.add_argument("--trt-engine", metavar="PATH", help="a prebuilt serialized engine instead of building one")
+    trt.add_argument("--engine-cache", metavar="DIR", help="engine cache folder (default .accuracy-gate-cache/trt)")
+    trt.add_argument("--workspace", metavar="SIZE", help="workspace memory-pool limit, e.g. 1G")
+    trt.add_argument("--optimization-profile", type=int, metavar="N", help="the profile the runner uses")
+    trt.add_argument("--allocation-strategy", choices=["static", "profile", "runtime"], help="device memory strategy")
     check.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
     check.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
 
@@ -117,6 +136,7 @@ def overrides_from_args(args) -> dict:
             runners=args.runners,
             infinities_compare_equal=args.infinities_compare_equal,
             validate=args.validate,
+            trt=trt_overrides(args),
             title=args.title,
             check_average=args.check_average,
             junit=args.junit,
@@ -138,6 +158,40 @@ def _write_report(path, what, write):
     except OSError as err:
         raise GateError(f"{path}: cannot write the {what} ({err.strerror or err}).") from err
     return path
+
+
+def trt_overrides(args) -> dict:
+    """The TensorRT flags -> keys of gate.toml's [trt] table (None where a flag was not given)."""
+    from gate.backend.trt.settings import parse_shape_args
+
+    profiles = None
+    if args.trt_min_shapes or args.trt_opt_shapes or args.trt_max_shapes:
+        groups = [args.trt_min_shapes or [], args.trt_opt_shapes or [], args.trt_max_shapes or []]
+        if len({len(g) for g in groups}) != 1:
+            raise GateError("--trt-min-shapes, --trt-opt-shapes and --trt-max-shapes must be given equally often.")
+        profiles = [
+            {
+                "min": parse_shape_args(lo, "--trt-min-shapes"),
+                "opt": parse_shape_args(op, "--trt-opt-shapes"),
+                "max": parse_shape_args(hi, "--trt-max-shapes"),
+            }
+            for lo, op, hi in zip(*groups)
+        ]
+    return {
+        "fp16": args.fp16,
+        "bf16": args.bf16,
+        "tf32": args.tf32,
+        "int8": args.int8,
+        "strongly_typed": args.strongly_typed,
+        "input_shapes": parse_shape_args(args.input_shapes) if args.input_shapes else None,
+        "profiles": profiles,
+        "flavour": args.trt_flavour,
+        "engine": str(Path(args.trt_engine).resolve()) if args.trt_engine else None,
+        "cache_dir": args.engine_cache,
+        "workspace": args.workspace,
+        "optimization_profile": args.optimization_profile,
+        "allocation_strategy": args.allocation_strategy,
+    }
 
 
 def run_check(args) -> int:

@@ -41,7 +41,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-RUNNERS = ("onnxrt",)
+RUNNERS = ("onnxrt", "trt")
 
 # key -> (section, type description)
 _SCHEMA = {
@@ -56,6 +56,23 @@ _SCHEMA = {
         "validate": bool,
     },
     "report": {"junit": str, "title": str},
+    # TensorRT (gate.backend.trt); names follow `polygraphy run`'s flags.
+    "trt": {
+        "flavour": str,
+        "fp16": bool,
+        "bf16": bool,
+        "tf32": bool,
+        "int8": bool,
+        "strongly_typed": bool,
+        "input_shapes": dict,
+        "profiles": list,
+        "workspace": (int, str),
+        "builder_optimization_level": int,
+        "cache_dir": str,
+        "engine": str,
+        "optimization_profile": int,
+        "allocation_strategy": str,
+    },
 }
 
 
@@ -77,6 +94,7 @@ class GateConfig:
     check_average: bool = False
     infinities_compare_equal: bool = True
     validate: bool = False
+    trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
     junit: Path = Path("accuracy-gate-junit.xml")
     title: str = ""
 
@@ -135,7 +153,7 @@ def _check_type(source, section, key, value):
         words = {dict: "table", int: "number", float: "number", str: "string", list: "list", bool: "boolean"}
         names = " or ".join(dict.fromkeys(words[t] for t in types))
         raise GateError(f"{source}: '{where}' must be a {names}, got {type(value).__name__} {value!r}.")
-    if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+    if key in ("runners", "execution_providers") and not all(isinstance(v, str) and v for v in value):
         raise GateError(f"{source}: '{where}' must be a list of non-empty strings, got {value!r}.")
 
 
@@ -154,7 +172,10 @@ def _flatten(data: dict, source) -> dict:
                     did = f"; did you mean '{hint[0]}'?" if hint else f"; known keys: {', '.join(_SCHEMA[key])}"
                     raise GateError(f"{source}: unknown setting '{_shown(key)}.{_shown(sub)}'{did}")
                 _check_type(source, key, sub, subvalue)
-                flat[sub] = subvalue
+                if key == "trt":
+                    flat.setdefault("trt", {})[sub] = subvalue
+                else:
+                    flat[sub] = subvalue
         elif key in _SCHEMA[""]:
             _check_type(source, "", key, value)
             flat[key] = value
@@ -210,6 +231,8 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
             value = Path(value).resolve()
         elif key in PER_OUTPUT and key in settings:
             value = merge_per_output(settings[key], value)
+        elif key == "trt":
+            value = {**settings.get("trt", {}), **{k: v for k, v in value.items() if v is not None}}
         settings[key] = value
 
     for required in ("model", "inputs"):
@@ -256,4 +279,7 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     root = confinement_root(path, settings.pop("root", None))
     for key in ("model", "inputs", "golden"):
         require_inside(settings[key], root, f"'{key}'")
+    trt = settings.get("trt", {})
+    if "engine" in trt:
+        trt["engine"] = require_inside(base / trt["engine"], root, "'trt.engine'")
     return GateConfig(path=path.resolve(), **settings)

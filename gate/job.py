@@ -78,7 +78,59 @@ def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
     if kind == "onnxrt":
         session = SessionFromOnnx(cfg.model, cfg.execution_providers, cfg.graph_optimization_level)
         return OnnxrtRunner(session, name=name or "onnxrt")
+    if kind == "trt":
+        return trt_runner(cfg, name or "trt")
     raise GateError(f"{cfg.path}: unknown runner '{kind}'.")
+
+
+def trt_runner(cfg: GateConfig, name: str):
+    """A ``TrtRunner`` from the config's ``[trt]`` table: probes the GPU first (one clear error when the
+    container has none), then builds the engine from the model through the engine cache (or loads
+    ``engine``, a prebuilt serialized engine).
+
+    Raises:
+        GateError: no GPU visible; a bad ``[trt]`` setting (prefixed with the config file).
+    """
+    from gate.backend import trt
+
+    settings = dict(cfg.trt)
+    flavour = settings.get("flavour", "tensorrt")
+    try:
+        profiles = settings.get("profiles", [])
+        for index, profile in enumerate(profiles):
+            if not isinstance(profile, dict) or set(profile) != {"min", "opt", "max"}:
+                raise GateError(f"trt.profiles[{index}] must be a table with min, opt and max shapes.")
+        build = trt.TrtBuildSettings(
+            flavour=flavour,
+            fp16=settings.get("fp16", False),
+            bf16=settings.get("bf16", False),
+            tf32=settings.get("tf32", False),
+            int8=settings.get("int8", False),
+            strongly_typed=settings.get("strongly_typed", False),
+            input_shapes=settings.get("input_shapes", {}),
+            profiles=trt.profiles_from_shapes(
+                [p["min"] for p in profiles], [p["opt"] for p in profiles], [p["max"] for p in profiles]
+            ),
+            workspace=trt.parse_size(settings["workspace"]) if "workspace" in settings else None,
+            builder_optimization_level=settings.get("builder_optimization_level"),
+        )
+    except GateError as err:
+        raise GateError(f"{cfg.path}: [trt] {err}") from err
+    trt.probe_gpu(flavour=flavour)  # settings first: a config mistake shows even on a machine without a GPU
+    try:
+        if "engine" in settings:
+            engine = trt.EngineFromPath(settings["engine"], flavour)
+        else:
+            cache_dir = Path(settings.get("cache_dir", ".accuracy-gate-cache/trt"))
+            engine = trt.EngineFromOnnx(cfg.model, build, cache_dir=cache_dir)
+        return trt.TrtRunner(
+            engine,
+            name=name,
+            optimization_profile=settings.get("optimization_profile"),
+            allocation_strategy=settings.get("allocation_strategy"),
+        )
+    except GateError as err:
+        raise GateError(f"{cfg.path}: [trt] {err}") from err
 
 
 class _Progress:
@@ -188,9 +240,7 @@ def check(cfg: GateConfig) -> GateResult:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
-        raise GateError(
-            f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'."
-        )
+        raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'.")
     golden = open_tensor_set(cfg.golden, "output", output_names)
     if len(golden) != len(inputs):
         raise GateError(
@@ -240,8 +290,9 @@ def check(cfg: GateConfig) -> GateResult:
     result = _gate_result(cfg, rows, progress.compared, time.perf_counter() - start, _facts(cfg, runners))
     if stopped is not None:
         result.status = ERROR
-        result.stopped_at, result.message = stopped[0], (
-            f"stopped after {progress.compared} of {len(inputs)} iterations: {stopped[1]}"
+        result.stopped_at, result.message = (
+            stopped[0],
+            (f"stopped after {progress.compared} of {len(inputs)} iterations: {stopped[1]}"),
         )
     return result
 
@@ -253,7 +304,7 @@ def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str
     if shared and (golden_layout != MODEL_ZOO or inputs_layout != MODEL_ZOO):
         raise GateError(
             f"{cfg.path}: golden outputs in the {golden_layout} layout need a folder of their own, but 'golden' is "
-            f"the inputs folder {cfg.inputs}; set golden = \"golden\" (only the ONNX model-zoo layout keeps "
+            f'the inputs folder {cfg.inputs}; set golden = "golden" (only the ONNX model-zoo layout keeps '
             "output_<K>.pb beside input_<K>.pb)."
         )
 

@@ -16,6 +16,8 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from gate.errors import GateError
+
 from conftest import make_small_model, run_cli, write_gate_toml
 
 BASE = 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n'
@@ -250,3 +252,30 @@ def test_user_mistake_is_one_clear_line(tmp_path, entry):
     assert lines[0].startswith("accuracy-gate: error: ")
     for text in expected:
         assert text in lines[0], (text, lines[0])
+
+
+def gpu_visible() -> bool:
+    from gate.backend.trt import probe_gpu
+
+    try:
+        probe_gpu()
+    except GateError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(gpu_visible(), reason="this machine has a GPU: the no-GPU probe cannot fire")
+def test_tensorrt_without_a_gpu_is_one_line_about_gpus(tmp_path):
+    cfg = case(tmp_path, config=BASE + 'runners = ["trt"]\n[trt]\nfp16 = true\ninput_shapes = { x = [1, 64] }\n')
+    proc = run_cli("check", cfg)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "No NVIDIA GPU is visible" in line and "--gpus" in line
+
+
+def test_tensorrt_settings_are_checked_before_the_gpu_probe(tmp_path):
+    cfg = case(tmp_path, config=BASE + 'runners = ["trt"]\n[trt]\nflavour = "tensorrt_rtx"\nfp16 = true\n')
+    proc = run_cli("check", cfg)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert str(cfg) in line and "[trt]" in line and "fp16" in line, line
