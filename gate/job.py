@@ -133,6 +133,17 @@ def trt_runner(cfg: GateConfig, name: str):
         raise GateError(f"{cfg.path}: [trt] {err}") from err
 
 
+PROGRESS_INTERVAL_S = 5.0
+
+
+def progress_line(done: int, total: int, elapsed_s: float) -> str:
+    """One progress line for CI logs (no carriage returns): iterations done, it/s and ETA."""
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    eta = (total - done) / rate if rate > 0 else float("inf")
+    eta_text = f"{eta:.0f} s" if eta != float("inf") else "unknown"
+    return f"progress: {done}/{total} iterations ({100 * done / max(total, 1):.0f}%), {rate:.1f} it/s, ETA {eta_text}"
+
+
 class _Progress:
     """Where a streaming check is: the iteration being run, how many were fully compared, and the
     first error (a runner or a reader failing, a comparison that cannot be made). The stream stops at
@@ -170,7 +181,8 @@ class _Progress:
             self.error, self.error_iteration = err, self.current
 
     def until_error(self, stream):
-        """Yields the stream's items until it raises a GateError or ``stop`` was called."""
+        """Yields the stream's items until it raises a GateError or ``stop`` was called; logs progress."""
+        start = last = time.perf_counter()
         try:
             for run in stream:
                 if self.error is not None:
@@ -178,6 +190,10 @@ class _Progress:
                 yield run
                 if self.error is None:
                     self.compared += 1
+                now = time.perf_counter()
+                if now - last >= PROGRESS_INTERVAL_S:
+                    last = now
+                    print(progress_line(self.compared, len(self.inputs), now - start), flush=True)
         except GateError as err:
             self.stop(err)
         finally:

@@ -296,3 +296,17 @@ def test_validate_stops_at_a_nan_output_naming_it(tmp_path):
     line = one_line_error(proc)
     assert "stopped after 1 of 3 iterations" in line and "1.npz" in line
     assert "runner 'onnxrt', output 'y' contains NaN" in line
+
+
+def test_progress_lines_for_long_jobs(example, monkeypatch, capsys):
+    from gate import job
+    from gate.config import load_config
+
+    monkeypatch.setattr(job, "PROGRESS_INTERVAL_S", 0.0)  # a line after every iteration
+    result = job.check(load_config(example / "gate.toml"))
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("progress: ")]
+    assert result.status == "passed" and len(lines) == 8
+    assert lines[0].startswith("progress: 1/8 iterations (12%), ") and " it/s, ETA " in lines[0]
+    assert lines[-1].startswith("progress: 8/8 iterations (100%)") and lines[-1].endswith("ETA 0 s")
+    assert all("\r" not in line for line in lines)
+    assert job.progress_line(0, 10, 0.0) == "progress: 0/10 iterations (0%), 0.0 it/s, ETA unknown"
