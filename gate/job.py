@@ -21,6 +21,7 @@ from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
+from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
 from gate.paths import require_inside
@@ -273,6 +274,15 @@ def check(cfg: GateConfig) -> GateResult:
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
     )
+    inputs, golden = ReadAhead(inputs), ReadAhead(golden)
+    try:
+        return _check_streaming(cfg, start, inputs, golden, input_names, runners, compare_func)
+    finally:
+        inputs.close()
+        golden.close()
+
+
+def _check_streaming(cfg, start, inputs, golden, input_names, runners, compare_func) -> GateResult:
     progress = _Progress(inputs, golden, input_names)
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name="golden")], data_loader=progress.feed(), streaming=True

@@ -730,7 +730,7 @@ def test_comment_keys_keep_one_comment_per_matrix_leg(workspace, fake):
         ("atol", "abc", "Input `atol`: atol: cannot read 'abc'"),
         ("check_error_stat", "p99", "Input `check_error_stat` must be one of"),
         ("graph_optimization_level", "max", "Input `graph_optimization_level` must be one of `disable`, `basic`"),
-        ("runners", "onnxrt trt", "Input `runners` names unknown runner 'trt'; available: onnxrt."),
+        ("runners", "onnxrt tensorrt", "Input `runners` names unknown runner 'tensorrt'; available: onnxrt, trt."),
         ("comment_author", "not a login", "Input `comment_author` must be a GitHub login"),
     ],
 )
