@@ -76,3 +76,23 @@ def test_reading_is_lazy(tmp_path):
     (tmp_path / "000000.npz").unlink()
     with pytest.raises(GateError, match="000000.npz"):
         stored[0]
+
+
+def test_read_ahead_keeps_order_errors_and_bounds(tmp_path):
+    from gate.data.readahead import ReadAhead
+
+    for i in range(5):
+        write_iteration(tmp_path, "npz", "output", i, tensors(i))
+    stored = open_tensor_set(tmp_path, "output")
+    ahead = ReadAhead(stored, depth=2)
+    try:
+        assert len(ahead) == 5 and ahead.layout == "npz" and ahead.location(3) == stored.location(3)
+        assert ahead[0]["ids"].tolist() == [0, 1, 2, 3]
+        assert sorted(ahead._pending) == [1, 2]  # never more than depth iterations held ahead
+        (tmp_path / "000002.npz").write_bytes(b"broken")  # iteration 2 may already be read ahead
+        assert [ahead[i]["ids"][0] for i in (1, 3, 4)] == [1, 3, 4]  # out of order works too
+        (tmp_path / "000000.npz").write_bytes(b"broken")
+        with pytest.raises(GateError, match="000000.npz: not a readable .npz file"):
+            ahead[0]  # an error surfaces on the access that asks for that iteration
+    finally:
+        ahead.close()
