@@ -18,11 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# EPSILON and cast_up live with the kernel; they stay importable from here.
+from gate.comparator.kernels import EPSILON as EPSILON
+from gate.comparator.kernels import cast_up as cast_up
+from gate.comparator.kernels import diff_statistics
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
 
 DEFAULT_TOLERANCE = 1e-5
-EPSILON = 2.220446049250313e-16
 CHECK_ERROR_STATS = ("max", "mean", "median", "elemwise", "quantile")
 METRIC_FIELDS = (
     "max_absdiff",
@@ -74,8 +77,10 @@ class SimpleThreshold:
 class OutputCompareResult:
     """Statistics of the comparison of one output between two runners.
 
-    The eight metric fields are Python floats (or None: quantiles when the stat is not
-    ``quantile``, and every statistic of an empty tensor). Extra fields beyond Polygraphy's:
+    The eight metric fields are Python floats, or None: medians when the stat is not ``median``,
+    quantiles when it is not ``quantile`` (Polygraphy computes medians always; we compute an order
+    statistic only for the check that needs it, see ``compare_arrays``), and every statistic of an
+    empty tensor. Extra fields beyond Polygraphy's:
     ``num_elements``; ``zero_reference_count`` (reference elements equal to 0, whose relative error
     is inflated by the epsilon); ``mismatch_count`` (elements outside tolerance, elemwise only);
     ``worst_index`` (index tuple of the largest absolute difference, NaN first); ``dtypes`` and
@@ -135,19 +140,6 @@ class OutputCompareResult:
         )
 
 
-def cast_up(array: np.ndarray) -> np.ndarray:
-    """float16 -> float32; int8/uint8/int16/uint16 -> int32; uint32 -> int64; others unchanged
-    (Polygraphy ``comparator/util.py``)."""
-    dtype = array.dtype
-    if dtype == np.float16:
-        return array.astype(np.float32)
-    if dtype in (np.int8, np.uint8, np.int16, np.uint16):
-        return array.astype(np.int32)
-    if dtype == np.uint32:
-        return array.astype(np.int64)
-    return array
-
-
 def compare_arrays(
     a: np.ndarray,
     b: np.ndarray,
@@ -159,8 +151,11 @@ def compare_arrays(
 ) -> OutputCompareResult:
     """Compares output ``a`` with reference ``b`` (same shape, any numeric or bool dtype).
 
-    Returns an OutputCompareResult; it never modifies ``a`` or ``b``. A shape mismatch is never
-    broadcast: it gives a failed result whose ``error`` names both shapes (D8).
+    Returns an OutputCompareResult; it never modifies ``a`` or ``b``, and never copies them whole
+    (``gate.comparator.kernels``: one pass over blocks, every reported number as numpy computes it
+    on the whole arrays). Medians are computed only for ``check_error_stat="median"`` and quantiles
+    only for ``"quantile"``; the other statistics always. A shape mismatch is never broadcast: it
+    gives a failed result whose ``error`` names both shapes (D8).
     """
     a = np.asarray(a)
     b = np.asarray(b)
@@ -183,70 +178,22 @@ def compare_arrays(
         return OutputCompareResult(passed=True, zero_reference_count=0, mismatch_count=0, **common)
 
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        textual = a.dtype.kind in "OSU" or b.dtype.kind in "OSU"
-        if textual:
-            # Strings (ONNX tensor(string)) compare by equality: the difference is a mismatch indicator.
-            absdiff = np.not_equal(a, b)
-            b = np.ones(b.shape, np.bool_)  # the indicator's reference: relative error = indicator
-        elif a.dtype == np.bool_ and b.dtype == np.bool_:
-            absdiff = np.logical_xor(a, b)
-        else:
-            absdiff = np.abs(np.subtract(cast_up(a), cast_up(b)))
-        equal_specials = None
-        if infinities_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
-            equal_specials = np.isinf(a) & (a == b)
-        if nans_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
-            both_nan = np.isnan(a) & np.isnan(b)
-            equal_specials = both_nan if equal_specials is None else equal_specials | both_nan
-        if equal_specials is not None and equal_specials.any():
-            absdiff = np.where(equal_specials, 0, absdiff)
-
-        reference = cast_up(b)
-        zero_reference = reference == 0
-        zero_count = int(np.count_nonzero(zero_reference))
-        if np.issubdtype(reference.dtype, np.floating):
-            reference = np.where(zero_reference, reference + EPSILON, reference)
-            reldiff = absdiff / np.abs(reference)
-            if equal_specials is not None:
-                reldiff = np.where(equal_specials, 0, reldiff)
-        else:
-            # D2: integer and bool references have no epsilon; 0 where equal, inf where not.
-            magnitude = np.abs(reference.astype(np.float64))
-            reldiff = np.divide(absdiff, magnitude, out=np.where(absdiff == 0, 0.0, np.inf), where=~zero_reference)
-
-        metrics = {
-            "max_absdiff": np.amax(absdiff).item(),
-            "max_reldiff": np.amax(reldiff).item(),
-            "mean_absdiff": np.mean(absdiff, dtype=np.float64).item(),
-            "mean_reldiff": np.mean(reldiff, dtype=np.float64).item(),
-            "median_absdiff": np.median(cast_up(absdiff)).item(),
-            "median_reldiff": np.median(reldiff).item(),
-        }
-        if stat == "quantile":
-            # Polygraphy 0.53.6 raises TypeError here for bool outputs (numpy cannot subtract bools).
-            numeric = absdiff.view(np.uint8) if absdiff.dtype == np.bool_ else absdiff
-            metrics["quantile_absdiff"] = np.quantile(numeric, quantile).item()
-            metrics["quantile_reldiff"] = np.quantile(reldiff, quantile).item()
-        worst_index = tuple(int(i) for i in np.unravel_index(int(np.argmax(absdiff)), a.shape))
-
-        passed = None
-        mismatch_count = None
-        if stat == "elemwise":
-            mismatches = (np.greater(absdiff, threshold.atol) | np.isnan(absdiff)) & (
-                np.greater(reldiff, threshold.rtol) | np.isnan(reldiff)
-            )
-            mismatch_count = int(np.count_nonzero(mismatches))
-            passed = mismatch_count == 0
-            if mismatch_count:
-                worst = np.where(mismatches, absdiff, -1) if absdiff.dtype != np.bool_ else mismatches
-                worst_index = tuple(int(i) for i in np.unravel_index(int(np.argmax(worst)), a.shape))
-
+        stats = diff_statistics(
+            a,
+            b,
+            check_error_stat=stat,
+            atol=threshold.atol,
+            rtol=threshold.rtol,
+            infinities_compare_equal=infinities_compare_equal,
+            nans_compare_equal=nans_compare_equal,
+            quantile=quantile,
+        )
+    worst_index = tuple(int(i) for i in np.unravel_index(stats.pop("worst_index"), a.shape))
+    mismatch_count = stats["mismatch_count"]
     return OutputCompareResult(
-        passed=passed,
-        zero_reference_count=zero_count,
-        mismatch_count=mismatch_count,
+        passed=None if mismatch_count is None else mismatch_count == 0,
         worst_index=worst_index,
-        **metrics,
+        **stats,
         **common,
     )
 

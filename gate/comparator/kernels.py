@@ -1,0 +1,614 @@
+"""The array kernel of ``SimpleCompareFunc``: every statistic of ``absdiff`` and ``reldiff`` in one
+pass over blocks of the two arrays, with bounded memory.
+
+Definitions (``reference_diffs``, the formulas of ``shared/spec/polygraphy-0.53.6.md`` 3.4 with our
+deviations D1-D3 of ``shared/spec/README.md``): ``absdiff = |cast_up(a) - cast_up(b)|`` (bool:
+``a XOR b``; strings: ``a != b``), ``reldiff = absdiff / |reference|`` with the reference ``b``
+(float zeros get 2.220446049250313e-16 added; integer and bool zeros give 0 where equal and inf
+where not, D2). Same-sign infinities on both sides (D1, ``infinities_compare_equal``) and NaN on
+both sides (``nans_compare_equal``) have both differences set to 0.
+
+``diff_statistics`` walks the arrays in blocks of ``CHUNK`` elements (C order), so temporaries stay
+in cache and extra memory stays at a few blocks whatever the size of the outputs; the inputs are
+never copied whole nor modified. Each block's differences are bit for bit the slice of the
+whole-array ones: every formula is element-wise, blocks of equal-dtype float or integer inputs
+take a shortcut that skips only steps that are no-ops there (no NaN in the block's absdiff, so no
+equal specials; no zero in the reference), and any other block is computed by ``reference_diffs``
+itself. Over the blocks:
+
+- max: exact (the maximum of the block maxima; NaN propagates as with ``np.amax``).
+- mean: float64 sums of each block, added (D3); it can differ from one float64 sum over the whole
+  array only by rounding in the last bits.
+- mismatch count (elemwise) and ``worst_index``: the index of the largest absdiff among mismatched
+  elements (the first NaN first, then the first maximum), else of the largest absdiff overall, as
+  ``np.argmax`` orders them.
+- median / quantile (only when the check needs them): exact order statistics. A sample of the
+  differences brackets the wanted ranks; the pass counts the elements below and at the bracket's
+  ends and keeps the (few) values strictly inside, and the ranks are then selected among those.
+  The values are passed through ``np.median`` / ``np.quantile`` on a one- or two-element array of
+  the same dtype, which performs the same final arithmetic as on the whole array. If the sample
+  misjudged the bracket (structured data, heavy ties), a second pass materialises that difference
+  and calls ``np.median`` / ``np.quantile`` on it: the result is the same, only slower.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+EPSILON = 2.220446049250313e-16
+CHUNK = 1 << 18  # elements per block: 1 MiB of float32 per temporary
+SAMPLE_MIN = 1 << 14  # sampled elements for the order-statistics bracket: n / 256 within these
+SAMPLE_MAX = 1 << 20  # (1 Mi elements: 16 Ki; 16 Mi: 64 Ki; 256 Mi: 1 Mi)
+_SAMPLE_SIGMAS = 4.0  # half-width of the bracket, in standard deviations of a sampled rank
+
+_NARROW_INTS = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.uint16))
+
+
+def cast_up(array: np.ndarray) -> np.ndarray:
+    """float16 -> float32; int8/uint8/int16/uint16 -> int32; uint32 -> int64; others unchanged
+    (Polygraphy ``comparator/util.py``)."""
+    dtype = array.dtype
+    if dtype == np.float16:
+        return array.astype(np.float32)
+    if dtype in (np.int8, np.uint8, np.int16, np.uint16):
+        return array.astype(np.int32)
+    if dtype == np.uint32:
+        return array.astype(np.int64)
+    return array
+
+
+def _cast_up_dtype(dtype: np.dtype) -> np.dtype:
+    if dtype == np.float16:
+        return np.dtype(np.float32)
+    if dtype in _NARROW_INTS:
+        return np.dtype(np.int32)
+    if dtype == np.uint32:
+        return np.dtype(np.int64)
+    return dtype.newbyteorder("=")
+
+
+_FLOAT16 = np.dtype(np.float16)  # native byte order only (``view(np.uint16)`` reads native bits)
+_FLOAT16_TABLE = []
+
+
+def _float16_table() -> np.ndarray:
+    if not _FLOAT16_TABLE:
+        _FLOAT16_TABLE.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32))
+    return _FLOAT16_TABLE[0]
+
+
+def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True, nans_compare_equal=False):
+    """``(absdiff, reldiff, zero_reference_count)`` of two arrays of equal shape: the definition
+    (see the module docstring). Call it under ``np.errstate(invalid/over/divide="ignore")``."""
+    textual = a.dtype.kind in "OSU" or b.dtype.kind in "OSU"
+    if textual:
+        # Strings (ONNX tensor(string)) compare by equality: the difference is a mismatch indicator.
+        absdiff = np.not_equal(a, b)
+        b = np.ones(b.shape, np.bool_)  # the indicator's reference: relative error = indicator
+    elif a.dtype == np.bool_ and b.dtype == np.bool_:
+        absdiff = np.logical_xor(a, b)
+    else:
+        absdiff = np.abs(np.subtract(cast_up(a), cast_up(b)))
+    equal_specials = None
+    if infinities_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
+        equal_specials = np.isinf(a) & (a == b)
+    if nans_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
+        both_nan = np.isnan(a) & np.isnan(b)
+        equal_specials = both_nan if equal_specials is None else equal_specials | both_nan
+    if equal_specials is not None and equal_specials.any():
+        absdiff = np.where(equal_specials, 0, absdiff)
+
+    reference = cast_up(b)
+    zero_reference = reference == 0
+    zero_count = int(np.count_nonzero(zero_reference))
+    if np.issubdtype(reference.dtype, np.floating):
+        reference = np.where(zero_reference, reference + EPSILON, reference)
+        reldiff = absdiff / np.abs(reference)
+        if equal_specials is not None:
+            reldiff = np.where(equal_specials, 0, reldiff)
+    else:
+        # D2: integer and bool references have no epsilon; 0 where equal, inf where not.
+        magnitude = np.abs(reference.astype(np.float64))
+        reldiff = np.divide(absdiff, magnitude, out=np.where(absdiff == 0, 0.0, np.inf), where=~zero_reference)
+    return absdiff, reldiff, zero_count
+
+
+# ------------------------------------------------------------------------------------- scratch
+
+
+class _Scratch(threading.local):
+    """Per-thread temporaries of at most CHUNK elements, reused across calls (no page faults per
+    call; a few MiB per thread in all)."""
+
+    def __init__(self):
+        self.buffers = {}
+
+    def get(self, key: str, dtype, size: int) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        buf = self.buffers.get((key, dtype))
+        if buf is None or buf.size < size:
+            buf = np.empty(size, dtype)
+            self.buffers[(key, dtype)] = buf
+        return buf[:size]
+
+
+_SCRATCH = _Scratch()
+
+
+def _flat(x: np.ndarray):
+    """The elements of ``x`` in C order, sliceable without copying ``x`` whole."""
+    return x.reshape(-1) if x.flags.c_contiguous else x.flat
+
+
+# ----------------------------------------------------------------------------------- the blocks
+
+
+class _BlockDiffs:
+    """``absdiff``, ``reldiff``, the zero-reference count and ``max(absdiff)`` of one block, element
+    for element equal to ``reference_diffs`` of that block. Returned arrays may be scratch buffers,
+    valid until the next call."""
+
+    def __init__(self, a, b, infinities_compare_equal, nans_compare_equal):
+        self.inf_eq = infinities_compare_equal
+        self.nan_eq = nans_compare_equal
+        self.mode = "reference"
+        if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8:
+            self.mode = "float" if a.dtype.kind == "f" else "int"
+            self.work = _cast_up_dtype(a.dtype)
+            self.cast = self.work != a.dtype
+            if self.mode == "float":
+                # What ``reference + EPSILON`` gives at a zero of the reference, in its dtype.
+                self.eps = (np.zeros(1, self.work) + EPSILON)[0]
+
+    def __call__(self, ac, bc):
+        if self.mode == "float":
+            return self._float(ac, bc)
+        if self.mode == "int":
+            return self._int(ac, bc)
+        return self._reference(ac, bc)
+
+    def _reference(self, ac, bc):
+        absdiff, reldiff, zero_count = reference_diffs(ac, bc, self.inf_eq, self.nan_eq)
+        return absdiff, reldiff, zero_count, np.maximum.reduce(absdiff)
+
+    def _operands(self, ac, bc):
+        if not self.cast:
+            return ac, bc
+        k = ac.size
+        a_work = _SCRATCH.get("a", self.work, k)
+        b_work = _SCRATCH.get("b", self.work, k)
+        if ac.dtype == _FLOAT16:
+            # float16 -> float32 through a table of numpy's own conversion of all 65536 bit
+            # patterns: the same bits, about twice as fast as numpy's cast here.
+            table = _float16_table()
+            np.take(table, ac.view(np.uint16), out=a_work, mode="clip")
+            np.take(table, bc.view(np.uint16), out=b_work, mode="clip")
+        else:
+            np.copyto(a_work, ac)
+            np.copyto(b_work, bc)
+        return a_work, b_work
+
+    def _float(self, ac, bc):
+        k = ac.size
+        a_work, b_work = self._operands(ac, bc)
+        absdiff = _SCRATCH.get("abs", self.work, k)
+        np.subtract(a_work, b_work, out=absdiff)
+        np.abs(absdiff, out=absdiff)
+        top = np.maximum.reduce(absdiff)
+        if top != top:
+            # NaN in the block: NaN or infinities on both sides (D1, nans_compare_equal) need the
+            # full definition.
+            return self._reference(ac, bc)
+        reldiff = _SCRATCH.get("rel", self.work, k)
+        np.abs(b_work, out=reldiff)
+        zero_count = 0
+        if not np.minimum.reduce(reldiff) > 0:
+            zeros = _SCRATCH.get("zero", np.bool_, k)
+            np.equal(reldiff, 0, out=zeros)
+            zero_count = int(np.count_nonzero(zeros))
+            # |reference| + (eps where it is 0, else 0): x + 0 == x, so this is the definition's
+            # where(), without a masked store (slow on irregular masks such as a ReLU's zeros).
+            eps = _SCRATCH.get("eps", self.work, k)
+            np.multiply(zeros, self.eps, out=eps)
+            np.add(reldiff, eps, out=reldiff)
+        np.divide(absdiff, reldiff, out=reldiff)
+        return absdiff, reldiff, zero_count, top
+
+    def _int(self, ac, bc):
+        k = ac.size
+        a_work, b_work = self._operands(ac, bc)
+        absdiff = _SCRATCH.get("abs", self.work, k)
+        np.subtract(a_work, b_work, out=absdiff)
+        np.abs(absdiff, out=absdiff)
+        magnitude = _SCRATCH.get("mag", np.float64, k)
+        np.copyto(magnitude, b_work)
+        np.abs(magnitude, out=magnitude)
+        zero_count = 0
+        if not np.minimum.reduce(magnitude) > 0:
+            if np.minimum.reduce(absdiff) < 0:  # a wrapped-around difference: the definition
+                return self._reference(ac, bc)
+            zeros = _SCRATCH.get("zero", np.bool_, k)
+            np.equal(magnitude, 0, out=zeros)
+            zero_count = int(np.count_nonzero(zeros))
+        reldiff = _SCRATCH.get("rel", np.float64, k)
+        np.divide(absdiff, magnitude, out=reldiff)
+        if zero_count:
+            # D2 at the zeros of the reference: x / 0 is inf for x > 0 and NaN for x == 0, which
+            # becomes 0. Elsewhere the quotient is >= 0 and not NaN, so fmax(q, 0) == q.
+            np.fmax(reldiff, 0.0, out=reldiff)
+        return absdiff, reldiff, zero_count, np.maximum.reduce(absdiff)
+
+
+def _beats(value, best) -> bool:
+    """``np.argmax`` order: the first NaN wins, then the first largest value."""
+    if best is None:
+        return True
+    if best != best:
+        return False
+    return value != value or value > best
+
+
+# --------------------------------------------------------------------------- order statistics
+
+
+def _dtype_bounds(dtype: np.dtype):
+    """The lowest and highest value of a float, integer or uint8 (viewed bool) dtype."""
+    if dtype.kind == "f":
+        return dtype.type(-np.inf), dtype.type(np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min), dtype.type(info.max)
+
+
+class _Bracket:
+    """Exact order statistics (given ranks) of a quantity seen block by block.
+
+    A sorted sample of the quantity gives ``lo <= hi`` around the wanted ranks. Each block adds its
+    counts of elements below the bracket and at its ends, and keeps the values inside it;
+    afterwards every rank that falls within the bracket is known exactly. Values equal to ``lo``
+    or ``hi`` are kept too, unless the sample shows ties there (heavy ties, e.g. exact zeros,
+    would make the kept set large): then only their counts are. ``values()`` is None when a rank
+    fell outside the bracket, or when too many values fell inside (the caller then recomputes
+    from the whole quantity)."""
+
+    def __init__(self, sample: np.ndarray, n: int, ranks):
+        """``sample``: the quantity at ``m`` random positions, no NaN (reordered in place)."""
+        m = sample.size
+        half_width = int(math.ceil(_SAMPLE_SIGMAS * 0.5 * math.sqrt(m))) + 2
+        i_lo = int(ranks[0] * m // n) - half_width
+        i_hi = int(-(-ranks[-1] * m // n)) + half_width
+        kth = [i for i in (i_lo, i_hi) if 0 < i < m - 1]
+        if kth:
+            sample.partition(kth)
+        lo_edge, hi_edge = _dtype_bounds(sample.dtype)
+        # (i_lo < m - 1 and i_hi > 0 always: half_width >= 2.) Past the sample's ends, the dtype's.
+        self.lo = sample[i_lo] if i_lo > 0 else lo_edge
+        self.hi = sample[i_hi] if i_hi < m - 1 else hi_edge
+        if self.lo == self.hi:
+            self.mode = "point"
+        else:
+            ties = max(np.count_nonzero(sample == self.lo), np.count_nonzero(sample == self.hi))
+            self.mode = "exclusive" if ties > 1 else "inclusive"
+        self.ranks = ranks
+        self.below = self.at_or_below_lo = self.at_or_below_hi = 0
+        self.inside = []
+        self.inside_count = 0
+        self.cap = max(4 * (min(i_hi, m - 1) - max(i_lo, 0) + 1) * n // m, 2 * CHUNK)
+        self.overflow = False
+
+    def update(self, d: np.ndarray) -> None:
+        k = d.size
+        mask0 = _SCRATCH.get("bracket0", np.bool_, k)
+        mask1 = _SCRATCH.get("bracket1", np.bool_, k)
+        np.less(d, self.lo, out=mask0)
+        self.below += int(np.count_nonzero(mask0))
+        if self.mode == "point":
+            np.less_equal(d, self.lo, out=mask0)
+            self.at_or_below_lo += int(np.count_nonzero(mask0))
+            return
+        if self.mode == "inclusive":
+            # count(d <= hi) is below + the kept values: known in values().
+            np.less_equal(d, self.hi, out=mask1)
+            np.logical_xor(mask0, mask1, out=mask0)  # (d < lo) implies (d <= hi): lo <= d <= hi
+        else:
+            np.less_equal(d, self.lo, out=mask0)
+            self.at_or_below_lo += int(np.count_nonzero(mask0))
+            np.less_equal(d, self.hi, out=mask1)
+            self.at_or_below_hi += int(np.count_nonzero(mask1))
+            np.less(d, self.hi, out=mask1)
+            np.logical_xor(mask0, mask1, out=mask0)  # (d <= lo) implies (d < hi): lo < d < hi
+        if not self.overflow:
+            values = np.compress(mask0, d)  # (twice as fast as d[mask0] here)
+            self.inside_count += values.size
+            if self.inside_count > self.cap:
+                self.overflow = True
+                self.inside = []
+            elif values.size:
+                self.inside.append(values)
+
+    def values(self):
+        """The values at ``ranks`` (numpy scalars), or None."""
+        if self.overflow:
+            return None
+        # Rank ranges [start, end) that are lo, the kept values, and hi.
+        if self.mode == "point":
+            ranges = ((self.below, self.at_or_below_lo), (0, 0), (0, 0))
+        elif self.mode == "inclusive":
+            ranges = ((0, 0), (self.below, self.below + self.inside_count), (0, 0))
+        else:
+            inside_end = self.at_or_below_lo + self.inside_count
+            ranges = (
+                (self.below, self.at_or_below_lo),
+                (self.at_or_below_lo, inside_end),
+                (inside_end, self.at_or_below_hi),
+            )
+        (lo_start, lo_end), (in_start, in_end), (hi_start, hi_end) = ranges
+        wanted = [r - in_start for r in self.ranks if in_start <= r < in_end]
+        inside = None
+        if wanted:
+            inside = np.concatenate(self.inside) if len(self.inside) > 1 else self.inside[0]
+            inside.partition(wanted)
+        out = []
+        for r in self.ranks:
+            if lo_start <= r < lo_end:
+                out.append(self.lo)
+            elif in_start <= r < in_end:
+                out.append(inside[r - in_start])
+            elif hi_start <= r < hi_end:
+                out.append(self.hi)
+            else:
+                return None
+        return out
+
+
+def _median_ranks(n: int):
+    return [n // 2 - 1, n // 2] if n % 2 == 0 else [(n - 1) // 2]
+
+
+def _quantile_plan(n: int, q):
+    """``(ranks, q2)`` such that ``np.quantile(x, q) == np.quantile([x_(r0), x_(r1)], q2)`` for the
+    sorted ``x`` of ``n`` elements (numpy's linear method: ``virtual = (n - 1) * q``, the
+    interpolation weight its fractional part), or None where that shortcut is not exact."""
+    if type(q) is not float or not 0.0 <= q <= 1.0 or n < 2:
+        return None
+    virtual = (n - 1) * np.asanyarray(q)
+    if not virtual < n - 1:
+        return None
+    previous = int(np.floor(virtual))
+    gamma = float(virtual - np.intp(previous))
+    return [previous, previous + 1], gamma
+
+
+def _median_value(values, dtype):
+    return np.median(np.array(values, dtype=dtype)).item()
+
+
+def _quantile_value(values, dtype, q2):
+    return np.quantile(np.array(values, dtype=dtype), q2).item()
+
+
+# ------------------------------------------------------------------------------------ the pass
+
+
+def diff_statistics(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    check_error_stat: str,
+    atol: float,
+    rtol: float,
+    infinities_compare_equal: bool = True,
+    nans_compare_equal: bool = False,
+    quantile: float = 0.99,
+) -> dict:
+    """Statistics of two non-empty arrays of equal shape for one check (call it under
+    ``np.errstate(invalid/over/divide="ignore")``); ``a`` and ``b`` are only read.
+
+    Returns a dict with ``max_absdiff``, ``max_reldiff``, ``mean_absdiff``, ``mean_reldiff``
+    (Python numbers), ``median_absdiff``/``median_reldiff`` (only for ``median``; else None),
+    ``quantile_absdiff``/``quantile_reldiff`` (only for ``quantile``; else None),
+    ``zero_reference_count``, ``mismatch_count`` (elemwise; else None) and ``worst_index`` (a flat
+    C-order index).
+    """
+    n = a.size
+    flat_a, flat_b = _flat(a), _flat(b)
+    diffs = _BlockDiffs(a, b, infinities_compare_equal, nans_compare_equal)
+    elemwise = check_error_stat == "elemwise"
+    ranks = None
+    quantile_q2 = None
+    if check_error_stat == "median":
+        ranks = _median_ranks(n)
+    elif check_error_stat == "quantile":
+        plan = _quantile_plan(n, quantile)
+        if plan is not None:
+            ranks, quantile_q2 = plan
+    order_stats = check_error_stat in ("median", "quantile")
+    single_block = n <= CHUNK
+
+    brackets = None
+    if order_stats and not single_block and ranks is not None:
+        brackets = _sample_brackets(flat_a, flat_b, n, ranks, infinities_compare_equal, nans_compare_equal)
+
+    top_abs = top_rel = None
+    sums_abs, sums_rel = [], []  # float64 sum of each block, added with math.fsum
+    zero_count = 0
+    mismatch_count = 0
+    worst_value = worst_index = None
+    worst_mismatch = worst_mismatch_index = None
+    direct = {}
+    dtypes = None
+    for start in range(0, n, CHUNK):
+        ac = flat_a[start : start + CHUNK]
+        bc = flat_b[start : start + CHUNK]
+        absdiff, reldiff, block_zeros, block_top = diffs(ac, bc)
+        block_top_rel = np.maximum.reduce(reldiff)
+        dtypes = (absdiff.dtype, reldiff.dtype)
+        zero_count += block_zeros
+        sums_abs.append(float(np.add.reduce(absdiff, dtype=np.float64)))
+        sums_rel.append(float(np.add.reduce(reldiff, dtype=np.float64)))
+        top_abs = block_top if top_abs is None else np.maximum(top_abs, block_top)
+        top_rel = block_top_rel if top_rel is None else np.maximum(top_rel, block_top_rel)
+        if _beats(block_top, worst_value):
+            worst_value = block_top
+            worst_index = start + int(np.argmax(absdiff))
+        if elemwise and not (block_top <= atol or block_top_rel <= rtol):
+            count, value, local = _mismatches(absdiff, reldiff, block_top, block_top_rel, atol, rtol, worst_mismatch)
+            mismatch_count += count
+            if local is not None:
+                worst_mismatch, worst_mismatch_index = value, start + local
+        if order_stats:
+            if single_block:
+                direct = _direct_order_stats(absdiff, reldiff, check_error_stat, quantile)
+            elif brackets is not None:
+                for bracket, d in zip(brackets, (absdiff, reldiff)):
+                    if bracket is not None:
+                        bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d)
+
+    stats = {
+        "max_absdiff": top_abs.item(),
+        "max_reldiff": top_rel.item(),
+        "mean_absdiff": _total(sums_abs) / n,
+        "mean_reldiff": _total(sums_rel) / n,
+        "zero_reference_count": zero_count,
+        "mismatch_count": mismatch_count if elemwise else None,
+        "worst_index": worst_mismatch_index if elemwise and mismatch_count else worst_index,
+    }
+    if order_stats:
+        if single_block:
+            stats.update(direct)
+        else:
+            stats.update(
+                _order_stats(
+                    brackets,
+                    dtypes,
+                    (top_abs, top_rel),
+                    check_error_stat,
+                    quantile,
+                    quantile_q2,
+                    diffs,
+                    flat_a,
+                    flat_b,
+                    n,
+                )
+            )
+    return stats
+
+
+def _total(sums) -> float:
+    if len(sums) == 1:
+        return sums[0]
+    total = sum(sums)  # inf and NaN as IEEE addition gives them (math.fsum raises on inf - inf)
+    if not math.isfinite(total):
+        return total
+    try:
+        return math.fsum(sums)  # exactly rounded: the blocks add no error of their own
+    except OverflowError:
+        return total
+
+
+def _mismatches(absdiff, reldiff, top_abs, top_rel, atol, rtol, worst):
+    """``(count, value, local index)`` of the block's elements outside both tolerances; value and
+    index of the worst of them when it beats ``worst`` (else index None)."""
+    k = absdiff.size
+    over_abs = _SCRATCH.get("over_abs", np.bool_, k)
+    np.greater(absdiff, atol, out=over_abs)
+    if top_abs != top_abs:
+        over_abs |= np.isnan(absdiff)
+    over_rel = _SCRATCH.get("over_rel", np.bool_, k)
+    np.greater(reldiff, rtol, out=over_rel)
+    if top_rel != top_rel:
+        over_rel |= np.isnan(reldiff)
+    np.logical_and(over_abs, over_rel, out=over_abs)
+    count = int(np.count_nonzero(over_abs))
+    if not count:
+        return 0, None, None
+    if absdiff.dtype == np.bool_:
+        masked = over_abs
+    elif absdiff.dtype.kind in "iu" or (absdiff.dtype.kind == "f" and np.isfinite(top_abs)):
+        # Mismatched values are > atol >= 0; the others become 0 (x * False), below all of them.
+        # Same argmax as the where() below, without its slow masked selection.
+        masked = _SCRATCH.get("masked", absdiff.dtype, k)
+        np.multiply(absdiff, over_abs, out=masked)
+    else:
+        # Below every mismatched value (those are > atol >= 0, or NaN); 0 for unsigned integers,
+        # where -1 would wrap around to the largest value.
+        masked = np.where(over_abs, absdiff, 0 if absdiff.dtype.kind == "u" else -1)
+    value = np.maximum.reduce(masked)
+    if not _beats(value, worst):
+        return count, None, None
+    return count, value, int(np.argmax(masked))
+
+
+def _direct_order_stats(absdiff, reldiff, stat, q) -> dict:
+    if stat == "median":
+        return {"median_absdiff": np.median(absdiff).item(), "median_reldiff": np.median(reldiff).item()}
+    # Polygraphy 0.53.6 raises TypeError here for bool outputs (numpy cannot subtract bools).
+    numeric = absdiff.view(np.uint8) if absdiff.dtype == np.bool_ else absdiff
+    return {"quantile_absdiff": np.quantile(numeric, q).item(), "quantile_reldiff": np.quantile(reldiff, q).item()}
+
+
+_POSITIONS = {}  # n -> sample positions (a few cached sizes)
+
+
+def _sample_positions(n: int) -> np.ndarray:
+    """Stratified random positions (one per stratum of n / m elements), fixed for a given n."""
+    positions = _POSITIONS.get(n)
+    if positions is None:
+        m = min(n, max(SAMPLE_MIN, n >> 8), SAMPLE_MAX)
+        stride = n / m
+        rng = np.random.default_rng(0x5EED)
+        positions = (np.arange(m) * stride).astype(np.intp) + rng.integers(0, max(1, int(stride)), m)
+        np.minimum(positions, n - 1, out=positions)
+        if len(_POSITIONS) >= 8:
+            _POSITIONS.clear()
+        _POSITIONS[n] = positions
+    return positions
+
+
+def _sample_brackets(flat_a, flat_b, n, ranks, infinities_compare_equal, nans_compare_equal):
+    """One ``_Bracket`` per difference (abs, rel), from the differences at a stratified random
+    sample of positions; None for a difference whose sample holds NaN (its order statistics are
+    NaN)."""
+    positions = _sample_positions(n)
+    sample_abs, sample_rel, _ = reference_diffs(
+        np.asarray(flat_a[positions]), np.asarray(flat_b[positions]), infinities_compare_equal, nans_compare_equal
+    )
+    brackets = []
+    for sample in (sample_abs, sample_rel):
+        if sample.dtype == np.bool_:
+            sample = sample.view(np.uint8)
+        if sample.dtype.kind == "f" and np.isnan(np.maximum.reduce(sample)):
+            brackets.append(None)
+        else:
+            brackets.append(_Bracket(np.array(sample, copy=True), n, ranks))
+    return brackets
+
+
+def _order_stats(brackets, dtypes, tops, stat, q, q2, diffs, flat_a, flat_b, n) -> dict:
+    """Medians or quantiles of absdiff and reldiff from the brackets; a difference whose bracket
+    missed is materialised (one more pass) and handed to numpy."""
+    out = {}
+    for i, (kind, dtype, top) in enumerate(zip(("absdiff", "reldiff"), dtypes, tops)):
+        if top != top:  # NaN anywhere: numpy's median and quantile are NaN
+            out[f"{stat}_{kind}"] = float("nan")
+            continue
+        values = brackets[i].values() if brackets is not None and brackets[i] is not None else None
+        select_dtype = np.dtype(np.uint8) if dtype == np.bool_ else dtype
+        if values is not None:
+            if stat == "median":
+                array = np.array(values, dtype=select_dtype)
+                out[f"{stat}_{kind}"] = _median_value(array.view(dtype) if dtype == np.bool_ else array, dtype)
+            else:
+                out[f"{stat}_{kind}"] = _quantile_value(values, select_dtype, q2)
+            continue
+        full = np.empty(n, dtype)
+        for start in range(0, n, CHUNK):
+            full[start : start + CHUNK] = diffs(flat_a[start : start + CHUNK], flat_b[start : start + CHUNK])[i]
+        if stat == "median":
+            out[f"{stat}_{kind}"] = np.median(full, overwrite_input=True).item()
+        else:
+            numeric = full.view(np.uint8) if dtype == np.bool_ else full
+            out[f"{stat}_{kind}"] = np.quantile(numeric, q, overwrite_input=True).item()
+    return out
