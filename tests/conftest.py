@@ -86,3 +86,15 @@ def write_gate_toml(folder: Path, text: str) -> Path:
     path = folder / "gate.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def gpu_visible() -> bool:
+    """Whether an NVIDIA GPU is visible here (``gate.backend.trt.probe_gpu`` succeeds)."""
+    from gate.backend.trt import probe_gpu
+    from gate.errors import GateError
+
+    try:
+        probe_gpu()
+    except GateError:
+        return False
+    return True

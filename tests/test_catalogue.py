@@ -16,9 +16,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from gate.errors import GateError
-
-from conftest import make_small_model, run_cli, write_gate_toml
+from conftest import gpu_visible, make_small_model, run_cli, write_gate_toml
 
 BASE = 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n'
 
@@ -252,16 +250,6 @@ def test_user_mistake_is_one_clear_line(tmp_path, entry):
     assert lines[0].startswith("accuracy-gate: error: ")
     for text in expected:
         assert text in lines[0], (text, lines[0])
-
-
-def gpu_visible() -> bool:
-    from gate.backend.trt import probe_gpu
-
-    try:
-        probe_gpu()
-    except GateError:
-        return False
-    return True
 
 
 @pytest.mark.skipif(gpu_visible(), reason="this machine has a GPU: the no-GPU probe cannot fire")

@@ -22,13 +22,12 @@ from gate.backend.trt import (
     GpuInfo,
     TrtBuildSettings,
     build_engine,
-    probe_gpu,
     profiles_from_shapes,
 )
 from gate.backend.trt.builder import build_key_fields
 from gate.errors import GateError
 
-from conftest import ROOT, make_small_model
+from conftest import ROOT, gpu_visible, make_small_model
 
 trt = pytest.importorskip(
     "tensorrt_rtx", reason="TensorRT-RTX is not installed (pip install tensorrt-rtx-cu13): no engine can be built here"
@@ -45,14 +44,6 @@ def _site_file(package: str, relative: str) -> Path | None:
         return None
     path = Path(spec.submodule_search_locations[0]) / relative
     return path if path.is_file() else None
-
-
-def _gpu_visible() -> bool:
-    try:
-        probe_gpu()
-    except GateError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -396,7 +387,7 @@ def test_int8_calibration_data_must_be_re_iterable(small):
         build_engine(small, TrtBuildSettings(int8=True), calibration_data=iter([{"x": np.ones((1, 64), np.float32)}]))
 
 
-@pytest.mark.skipif(_gpu_visible(), reason="a GPU is visible: loading would be attempted for real")
+@pytest.mark.skipif(gpu_visible(), reason="a GPU is visible: loading would be attempted for real")
 def test_loading_an_engine_without_a_gpu_is_the_no_gpu_error(small, tmp_path):
     built = build_engine(small, TrtBuildSettings(flavour=RTX, input_shapes={"x": [1, 64]}))
     path = tmp_path / "small.engine"

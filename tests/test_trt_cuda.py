@@ -16,22 +16,16 @@ import pytest
 from gate.backend.trt.probe import GpuInfo, check_rtx_support, probe_gpu
 from gate.errors import GateError
 
+from conftest import gpu_visible
+
 gpu = pytest.mark.gpu
-
-
-def _gpu_visible() -> bool:
-    try:
-        probe_gpu()
-    except GateError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------------
 # No GPU needed
 
 
-@pytest.mark.skipif(_gpu_visible(), reason="a GPU is visible here: the no-GPU message cannot be seen")
+@pytest.mark.skipif(gpu_visible(), reason="a GPU is visible here: the no-GPU message cannot be seen")
 def test_probe_without_a_gpu_says_the_container_lacks_gpus():
     with pytest.raises(GateError) as caught:
         probe_gpu()
