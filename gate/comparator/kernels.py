@@ -164,6 +164,7 @@ class _BlockDiffs:
                 self.eps = (np.zeros(1, self.work) + EPSILON)[0]
 
     def __call__(self, ac, bc):
+        self.absdiff64 = None  # set by the integer path: absdiff converted to float64
         if self.mode == "float":
             return self._float(ac, bc)
         if self.mode == "int":
@@ -233,8 +234,13 @@ class _BlockDiffs:
             zeros = _SCRATCH.get("zero", np.bool_, k)
             np.equal(magnitude, 0, out=zeros)
             zero_count = int(np.count_nonzero(zeros))
+        # absdiff in float64 once (exact below 2**53, and what numpy converts it to anyway for
+        # the division, the float64 sum and comparisons with float tolerances).
+        absdiff64 = _SCRATCH.get("abs64", np.float64, k)
+        np.copyto(absdiff64, absdiff)
+        self.absdiff64 = absdiff64
         reldiff = _SCRATCH.get("rel", np.float64, k)
-        np.divide(absdiff, magnitude, out=reldiff)
+        np.divide(absdiff64, magnitude, out=reldiff)
         if zero_count:
             # D2 at the zeros of the reference: x / 0 is inf for x > 0 and NaN for x == 0, which
             # becomes 0. Elsewhere the quotient is >= 0 and not NaN, so fmax(q, 0) == q.
@@ -446,7 +452,8 @@ def diff_statistics(
         block_top_rel = np.maximum.reduce(reldiff)
         dtypes = (absdiff.dtype, reldiff.dtype)
         zero_count += block_zeros
-        sums_abs.append(float(np.add.reduce(absdiff, dtype=np.float64)))
+        absdiff64 = diffs.absdiff64 if diffs.absdiff64 is not None else absdiff
+        sums_abs.append(float(np.add.reduce(absdiff64, dtype=np.float64)))
         sums_rel.append(float(np.add.reduce(reldiff, dtype=np.float64)))
         top_abs = block_top if top_abs is None else np.maximum(top_abs, block_top)
         top_rel = block_top_rel if top_rel is None else np.maximum(top_rel, block_top_rel)
@@ -454,7 +461,9 @@ def diff_statistics(
             worst_value = block_top
             worst_index = start + int(np.argmax(absdiff))
         if elemwise and not (block_top <= atol or block_top_rel <= rtol):
-            count, value, local = _mismatches(absdiff, reldiff, block_top, block_top_rel, atol, rtol, worst_mismatch)
+            count, value, local = _mismatches(
+                absdiff, absdiff64, reldiff, block_top, block_top_rel, atol, rtol, worst_mismatch
+            )
             mismatch_count += count
             if local is not None:
                 worst_mismatch, worst_mismatch_index = value, start + local
@@ -508,12 +517,14 @@ def _total(sums) -> float:
         return total
 
 
-def _mismatches(absdiff, reldiff, top_abs, top_rel, atol, rtol, worst):
+def _mismatches(absdiff, absdiff64, reldiff, top_abs, top_rel, atol, rtol, worst):
     """``(count, value, local index)`` of the block's elements outside both tolerances; value and
-    index of the worst of them when it beats ``worst`` (else index None)."""
+    index of the worst of them when it beats ``worst`` (else index None). ``absdiff64`` is
+    ``absdiff`` itself or, for integers, its float64 conversion: numpy compares an integer array
+    with a float tolerance in float64 anyway."""
     k = absdiff.size
     over_abs = _SCRATCH.get("over_abs", np.bool_, k)
-    np.greater(absdiff, atol, out=over_abs)
+    np.greater(absdiff64, atol, out=over_abs)
     if top_abs != top_abs:
         over_abs |= np.isnan(absdiff)
     over_rel = _SCRATCH.get("over_rel", np.bool_, k)
