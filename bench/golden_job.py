@@ -79,7 +79,8 @@ options.log_severity_level = 4
 sess = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
 for feed in inputs:
     sess.run(None, feed)
-print(json.dumps({"seconds": time.perf_counter() - start, "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
 CHECK = """

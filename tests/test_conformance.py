@@ -31,7 +31,7 @@ from polygraphy.logger import G_LOGGER
 from gate.comparator import IterationResult, SimpleCompareFunc
 from gate.comparator.compare import METRIC_FIELDS
 
-G_LOGGER.severity = G_LOGGER.CRITICAL
+G_LOGGER.module_severity = G_LOGGER.CRITICAL
 
 DTYPES = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64, np.bool_]
 STATS = ["elemwise", "max", "mean", "median", "quantile"]

@@ -26,7 +26,7 @@ from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, DataLoader, coerce_feed_dict
 from gate.errors import GateError
 
-G_LOGGER.severity = G_LOGGER.CRITICAL
+G_LOGGER.module_severity = G_LOGGER.CRITICAL
 
 DTYPES = [
     np.float16,
