@@ -24,8 +24,18 @@ from gate.data import open_tensor_set, write_iteration
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
+from gate.partial import (
+    ComparedRun,
+    DigestingView,
+    Shard,
+    ShardView,
+    config_settings,
+    env_commit,
+    golden_fingerprint,
+    result_of,
+)
 from gate.paths import require_inside
-from gate.results import ERROR, PASSED, REGRESSED, GateResult, verdicts
+from gate.results import GateResult
 
 log = logging.getLogger("gate")
 
@@ -146,9 +156,9 @@ def progress_line(done: int, total: int, elapsed_s: float) -> str:
 
 
 class _Progress:
-    """Where a streaming check is: the iteration being run, how many were fully compared, and the
-    first error (a runner or a reader failing, a comparison that cannot be made). The stream stops at
-    that error, so everything compared before it is kept and reported."""
+    """Where a streaming check is: the iteration being run (its position in the shard), how many were
+    fully compared, and the first error (a runner or a reader failing, a comparison that cannot be
+    made). The stream stops at that error, so everything compared before it is kept and reported."""
 
     def __init__(self, inputs, golden, input_names):
         self.inputs = inputs
@@ -200,11 +210,13 @@ class _Progress:
         finally:
             stream.close()
 
-    def where(self, index) -> str:
-        where = f"inputs {self.inputs.location(index)}"
-        if self.golden.location(index) != self.inputs.location(index):
-            where += f", golden {self.golden.location(index)}"
-        return where
+
+def _where(inputs, golden, index) -> str:
+    """The files of golden-set iteration ``index``, for messages."""
+    where = f"inputs {inputs.location(index)}"
+    if golden.location(index) != inputs.location(index):
+        where += f", golden {golden.location(index)}"
+    return where
 
 
 class _Guarded:
@@ -240,16 +252,22 @@ def _facts(cfg: GateConfig, runners) -> dict:
     }
 
 
-def check(cfg: GateConfig) -> GateResult:
-    """Streams every stored input through the live runners and the golden set, compares each output
-    (SimpleCompareFunc with the configured tolerances, golden as the reference), and returns the
-    verdict. Memory stays flat: one iteration of inputs, outputs and golden data at a time.
+def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) -> GateResult:
+    """Streams every stored input (or only shard ``shard``'s, see ``gate.partial``) through the live
+    runners and the golden set, compares each output (SimpleCompareFunc with the configured
+    tolerances, golden as the reference), and returns the verdict. Memory stays flat: one iteration
+    of inputs, outputs and golden data at a time.
+
+    ``result.run`` holds what was compared (``gate.partial.ComparedRun``) for a partial result file;
+    with ``partial`` its golden fingerprint is computed and every golden iteration's contents are
+    hashed as they stream by.
 
     Raises:
         GateError: anything that prevents evaluation (bad model, missing or mismatched data, a runner
-            failing), naming the file, tensor or iteration.
+            failing, more shards than iterations), naming the file, tensor or iteration.
     """
     start = time.perf_counter()
+    shard = shard or Shard()
     input_names, output_names = model_io_names(cfg.model)
     _check_per_output_names(cfg, output_names)
     inputs = open_tensor_set(cfg.inputs, "input", input_names)
@@ -264,6 +282,8 @@ def check(cfg: GateConfig) -> GateResult:
             f"{cfg.golden}: {len(golden)} golden iterations for {len(inputs)} stored inputs in {cfg.inputs}; "
             "every input needs its golden outputs (run 'accuracy-gate record')."
         )
+    shard.check_total(len(golden), cfg.golden)
+    fingerprint = golden_fingerprint(golden) if partial else {"iterations": len(golden), "files_sha256": ""}
     runners = [
         make_runner(kind, cfg, kind if cfg.runners.count(kind) == 1 else f"{kind}-{i}")
         for i, kind in enumerate(cfg.runners)
@@ -274,15 +294,34 @@ def check(cfg: GateConfig) -> GateResult:
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
     )
-    inputs, golden = ReadAhead(inputs), ReadAhead(golden)
+    selected = list(shard.indices(len(golden)))
+    golden_view = ShardView(golden, selected)
+    digests = DigestingView(golden_view) if partial else None
+    run = ComparedRun(
+        model=cfg.model.name,
+        title=cfg.title,
+        settings={},
+        golden=fingerprint,
+        shard=shard,
+        indices=[],
+        accuracy=None,
+        commit=env_commit(),
+        scope=f"shard {shard}: {len(selected)} of {len(golden)} iterations" if shard.count > 1 else "",
+    )
+    ahead_inputs, ahead_golden = ReadAhead(ShardView(inputs, selected)), ReadAhead(digests or golden_view)
     try:
-        return _check_streaming(cfg, start, inputs, golden, input_names, runners, compare_func)
+        return _check_streaming(
+            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run, digests
+        )
     finally:
-        inputs.close()
-        golden.close()
+        ahead_inputs.close()
+        ahead_golden.close()
 
 
-def _check_streaming(cfg, start, inputs, golden, input_names, runners, compare_func) -> GateResult:
+def _check_streaming(cfg, start, views, full, input_names, runners, compare_func, run, digests) -> GateResult:
+    """``views``: the shard's inputs and golden iterations (read ahead); ``full``: the whole sets, to
+    name an iteration's files by its golden-set index."""
+    inputs, golden = views
     progress = _Progress(inputs, golden, input_names)
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name="golden")], data_loader=progress.feed(), streaming=True
@@ -295,31 +334,34 @@ def _check_streaming(cfg, start, inputs, golden, input_names, runners, compare_f
         check_average=cfg.check_average,
         comparisons=[(i, len(runners)) for i in range(len(runners))],
     )[0]
-    stopped = None
+    selected = inputs.indices
     if progress.error is not None:
         for pair in accuracy:  # an iteration whose comparison raised holds nothing worth reporting
             del accuracy[pair][progress.compared :]
-        index = progress.error_iteration
+        position = progress.error_iteration
+        index = selected[position] if position is not None else None
         message = str(progress.error)
-        if index is not None and str(inputs.location(index)) not in message:
-            message = f"iteration {index} ({progress.where(index)}): {message}"
-        stopped = (index, message)
-    rows = verdicts(accuracy)
-    for row in rows:
-        if not row.error and row.dtypes and row.dtypes[0] != row.dtypes[1]:
-            row.error = (
-                f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
-                "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
-            )
-        if row.error and row.worst_iteration is not None:  # say where it could not be compared
-            row.error += f" at iteration {row.worst_iteration} ({progress.where(row.worst_iteration)})"
-    result = _gate_result(cfg, rows, progress.compared, time.perf_counter() - start, _facts(cfg, runners))
-    if stopped is not None:
-        result.status = ERROR
-        result.stopped_at, result.message = (
-            stopped[0],
-            (f"stopped after {progress.compared} of {len(inputs)} iterations: {stopped[1]}"),
-        )
+        if index is not None and str(full[0].location(index)) not in message:
+            message = f"iteration {index} ({_where(*full, index)}): {message}"
+        of = f"{len(selected)} iterations" + (f" of shard {run.shard}" if run.shard.count > 1 else "")
+        run.stopped = {"iteration": index, "message": f"stopped after {progress.compared} of {of}: {message}"}
+    run.facts = _facts(cfg, runners)
+    run.settings = config_settings(cfg, run.facts["model_sha256"])
+    run.accuracy = accuracy
+    run.indices = selected[: progress.compared]
+    if digests is not None:
+        run.golden_sha256 = [digests.digests.get(position) for position in range(progress.compared)]
+
+    def where(index):
+        if index not in run.where:
+            run.where[index] = _where(*full, index)
+        return run.where[index]
+
+    run.duration_s = time.perf_counter() - start
+    result = result_of(run, where)
+    for row in result.rows:  # a merge of shards names the files of any shard's worst iteration
+        if row.worst_iteration is not None:
+            where(row.worst_iteration)
     return result
 
 
@@ -346,37 +388,6 @@ def _check_per_output_names(cfg: GateConfig, output_names) -> None:
                 f"{cfg.path}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "
                 f"its outputs are {output_names}."
             )
-
-
-def _gate_result(cfg, rows, iterations, duration, facts) -> GateResult:
-    model = cfg.model.name
-    common = {
-        "model": model,
-        "rows": rows,
-        "iterations": iterations,
-        "duration_s": duration,
-        "facts": facts,
-        "title": cfg.title,
-    }
-    if not rows:
-        return GateResult(status=ERROR, message="zero outputs were compared", **common)
-    errors = [row for row in rows if row.error]
-    if errors:
-        names = ", ".join(f"'{row.output}' ({row.error})" for row in errors)
-        return GateResult(status=ERROR, message=f"could not compare {names}", **common)
-    failed = [row for row in rows if not row.passed]
-    if failed:
-        names = ", ".join(f"'{row.output}'" for row in failed)
-        return GateResult(
-            status=REGRESSED,
-            message=f"{len(failed)} of {len(rows)} outputs out of tolerance: {names}",
-            **common,
-        )
-    return GateResult(
-        status=PASSED,
-        message=f"{len(rows)} of {len(rows)} outputs within tolerance over {iterations} iterations",
-        **common,
-    )
 
 
 def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> list[Path]:

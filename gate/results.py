@@ -41,11 +41,44 @@ class OutputVerdict:
     averaged: bool = False
     error: str | None = None
     dtypes: tuple | None = None
+    # Against a baseline (gate.baseline): its values of the same statistic, and the verdict in
+    # ``fail_on = "regression"`` mode. ``passed`` is then the gate's verdict for the row;
+    # ``known_failure`` marks a row out of tolerance exactly as on the baseline (passed, with a caveat).
+    baseline_found: bool = False
+    baseline_abs: float | None = None
+    baseline_rel: float | None = None
+    baseline_passed: bool | None = None
+    within_tolerance: bool | None = None  # the tolerances' verdict, when ``passed`` is the baseline's
+    regressed: bool | None = None
+    regression: str | None = None  # why it regressed, in words
+    known_failure: bool = False
+    # The checked statistic's absolute error per iteration, in iteration order (None where an
+    # iteration lacks the output or has no statistic), for charts; not part of row equality.
+    values: list | None = field(default=None, compare=False, repr=False)
+    baseline_values: list | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def delta_abs(self) -> float | None:
+        """The checked statistic's absolute error minus the baseline's (None without both)."""
+        return _delta(self.abs_value, self.baseline_abs)
+
+    @property
+    def delta_rel(self) -> float | None:
+        return _delta(self.rel_value, self.baseline_rel)
 
     def message(self) -> str:
         """One line: the verdict and, for a failure, the worst statistic and where it is."""
         if self.error:
             return f"could not compare: '{self.output}' {self.error}"
+        text = self._statistics()
+        if self.regressed:
+            why = f" ({self.regression})" if self.regression else ""
+            return f"REGRESSED against the baseline{why}: {text}"
+        if self.known_failure:
+            return f"passed as on the baseline (out of tolerance there too, not worse by more than the margin): {text}"
+        return ("FAILED: " if not self.passed else "passed: ") + text
+
+    def _statistics(self) -> str:
         stat = "max" if self.stat == "elemwise" else self.stat
         scope = "average over iterations of the" if self.averaged else "worst"
         text = (
@@ -62,12 +95,17 @@ class OutputVerdict:
             text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
         if self.dtypes and self.dtypes[0] != self.dtypes[1]:
             text += f"; dtypes differ ({self.dtypes[0]} vs reference {self.dtypes[1]}), compared in the wider type"
-        if self.zero_reference_count and not self.passed:
+        if self.zero_reference_count and (not self.passed or self.known_failure):
             text += (
                 f"; {self.zero_reference_count} reference elements are 0 (relative error there is "
                 "measured against 2.2e-16)"
             )
-        return ("FAILED: " if not self.passed else "passed: ") + text
+        if self.baseline_found:
+            text += (
+                f"; baseline abs error {fmt(self.baseline_abs)} ({fmt_delta(self.delta_abs)}), "
+                f"rel error {fmt(self.baseline_rel)} ({fmt_delta(self.delta_rel)})"
+            )
+        return text
 
 
 @dataclass
@@ -83,6 +121,11 @@ class GateResult:
     facts: dict = field(default_factory=dict)
     title: str = ""
     stopped_at: int | None = None  # the iteration at which evaluation stopped with an error, if any
+    scope: str = ""  # e.g. "shard 2/3 (3 of 8 iterations)" or "merged from 3 shards"; empty for a plain run
+    baseline: str | None = None  # what the rows were compared with (gate.baseline), if anything
+    fail_on: str = "threshold"  # or "regression" (gate.baseline)
+    # What was compared, for a partial result file (gate.partial.ComparedRun); not part of equality.
+    run: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def exit_code(self) -> int:
@@ -91,6 +134,29 @@ class GateResult:
     @property
     def failed_outputs(self) -> list[str]:
         return [row.output for row in self.rows if not row.passed]
+
+
+def _delta(value, baseline):
+    if value is None or baseline is None:
+        return None
+    if math.isnan(value) or math.isnan(baseline):
+        return math.nan
+    if value == baseline:  # also equal infinities, which would give NaN
+        return 0.0
+    return value - baseline
+
+
+def fmt_delta(value) -> str:
+    """A signed difference for reports: ``+1.2e-05``, ``-3e-07``, ``0``, ``n/a`` for None."""
+    if value is None:
+        return "n/a"
+    if math.isnan(value):
+        return "nan"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    return f"{value:+.5g}"
 
 
 def fmt(value) -> str:
@@ -113,15 +179,76 @@ def _severity(value):
     return math.inf if math.isnan(value) else value
 
 
-def verdicts(accuracy: AccuracyResult) -> list[OutputVerdict]:
-    """One OutputVerdict per (runner pair, output), in order of first appearance."""
+def verdicts(accuracy: AccuracyResult, indices=None) -> list[OutputVerdict]:
+    """One OutputVerdict per (runner pair, output), in order of first appearance.
+
+    ``indices`` maps the position of an iteration in ``accuracy`` to its index in the golden set
+    (a shard compares every n-th iteration); ``worst_iteration`` is reported as that index. Default:
+    positions are indices. Each row also gets ``values``, the checked statistic's absolute error per
+    iteration (for charts).
+
+    Raises:
+        GateError: ``check_average`` over an output that has no statistics in some iteration.
+    """
     rows = []
     for pair, iterations in accuracy.items():
         averages = accuracy.average_results(pair) if accuracy.aggregation == "average" else {}
         for name in accuracy.output_names(pair):
             samples = [(i, it[name]) for i, it in enumerate(iterations) if name in it]
-            rows.append(_verdict(pair, name, samples, averages.get(name)))
+            row = _verdict(pair, name, samples, averages.get(name))
+            if row.stat is not None:
+                row.values = [_stat_values(result, row.stat)[0] for _, result in samples]
+            if indices is not None and row.worst_iteration is not None:
+                row.worst_iteration = indices[row.worst_iteration]
+            rows.append(row)
     return rows
+
+
+def finish_rows(rows: list[OutputVerdict], where) -> None:
+    """The gate's own checks on top of the comparator's verdicts, in place: an output whose golden
+    dtype differs from what the runner produces is an error (re-record the golden outputs), and an
+    error names the iteration and, through ``where(index) -> str | None``, its files."""
+    for row in rows:
+        if not row.error and row.dtypes and row.dtypes[0] != row.dtypes[1]:
+            row.error = (
+                f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
+                "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
+            )
+        if row.error and row.worst_iteration is not None:  # say where it could not be compared
+            place = where(row.worst_iteration)
+            row.error += f" at iteration {row.worst_iteration}" + (f" ({place})" if place else "")
+
+
+def gate_result(model, title, rows, iterations, duration, facts) -> GateResult:
+    """The verdict over ``rows``: error when nothing was compared or an output could not be compared,
+    regressed when an output is out of tolerance, else passed; the message names the outputs."""
+    common = {
+        "model": model,
+        "rows": rows,
+        "iterations": iterations,
+        "duration_s": duration,
+        "facts": facts,
+        "title": title,
+    }
+    if not rows:
+        return GateResult(status=ERROR, message="zero outputs were compared", **common)
+    errors = [row for row in rows if row.error]
+    if errors:
+        names = ", ".join(f"'{row.output}' ({row.error})" for row in errors)
+        return GateResult(status=ERROR, message=f"could not compare {names}", **common)
+    failed = [row for row in rows if not row.passed]
+    if failed:
+        names = ", ".join(f"'{row.output}'" for row in failed)
+        return GateResult(
+            status=REGRESSED,
+            message=f"{len(failed)} of {len(rows)} outputs out of tolerance: {names}",
+            **common,
+        )
+    return GateResult(
+        status=PASSED,
+        message=f"{len(rows)} of {len(rows)} outputs within tolerance over {iterations} iterations",
+        **common,
+    )
 
 
 def _verdict(pair, name, samples, averaged) -> OutputVerdict:
