@@ -13,8 +13,13 @@ Schema ``accuracy-gate-report`` version 1 (documented in README.md, "Results fil
                "iterations": int, "failed_iterations": int, "worst_iteration": int | null,
                "worst_index": [int] | null, "mismatch_count": int | null, "num_elements": int | null,
                "zero_reference_count": int | null, "averaged": bool, "error": str | null,
-               "dtypes": [str, str] | null}],
-     "facts": {str: str}}
+               "dtypes": [str, str] | null,
+               # only against a baseline (gate.baseline):
+               "baseline_abs_value": num | null, "baseline_rel_value": num | null,
+               "within_tolerance": bool | null, "regressed": bool | null, "known_failure": bool,
+               "regression": str | null}],
+     "facts": {str: str},
+     # only when set: "scope": str (shard / merge), "baseline": str, "fail_on": "regression"}
 
 JSON has no NaN or infinity, so a non-finite ``num`` is the string ``"NaN"``, ``"Infinity"`` or
 ``"-Infinity"``. Unknown keys are ignored when reading (later versions 1.x may add some); another
@@ -89,7 +94,23 @@ def _row(row: OutputVerdict) -> dict[str, Any]:
         "averaged": bool(row.averaged),
         "error": row.error,
         "dtypes": None if row.dtypes is None else [str(d) for d in row.dtypes],
+        **_baseline_fields(row),
     }
+
+
+def _baseline_fields(row: OutputVerdict) -> dict[str, Any]:
+    """The row's baseline keys (version 1.x additions), only when it was compared with a baseline, so
+    that a report without one stays as it was."""
+    fields: dict[str, Any] = {}
+    if row.baseline_found:
+        fields["baseline_abs_value"] = _num(row.baseline_abs)
+        fields["baseline_rel_value"] = _num(row.baseline_rel)
+    if row.regressed is not None:
+        fields["within_tolerance"] = row.within_tolerance
+        fields["regressed"] = bool(row.regressed)
+        fields["known_failure"] = bool(row.known_failure)
+        fields["regression"] = row.regression
+    return fields
 
 
 def report_document(result: GateResult, commit: str | None = None, comment_key: str | None = None) -> dict[str, Any]:
@@ -117,6 +138,15 @@ def report_document(result: GateResult, commit: str | None = None, comment_key: 
         "rows_truncated": False,
         "rows": [_row(row) for row in result.rows],
         "facts": {str(k): str(v) for k, v in result.facts.items()},
+        **{key: value for key, value in _scope(result).items() if value},
+    }
+
+
+def _scope(result: GateResult) -> dict[str, Any]:
+    return {
+        "scope": result.scope,
+        "baseline": result.baseline,
+        "fail_on": result.fail_on if result.fail_on != "threshold" else None,
     }
 
 
@@ -251,7 +281,7 @@ class _Reader:
             and all(isinstance(d, str) and _DTYPE.fullmatch(d) for d in dtypes)
         ):
             raise self.fail(f"{where}.dtypes", "two dtype names")
-        return OutputVerdict(
+        row = OutputVerdict(
             pair=(pair[0], pair[1]),
             output=self.text(data, "output", MAX_NAME, f"{where}.output"),
             passed=self.boolean(data, "passed", f"{where}.passed"),
@@ -273,6 +303,17 @@ class _Reader:
             error=self.text(data, "error", MAX_ROW_ERROR, f"{where}.error", optional=True),
             dtypes=None if dtypes is None else (dtypes[0], dtypes[1]),
         )
+        if "baseline_abs_value" in data or "baseline_rel_value" in data:
+            row.baseline_found = True
+            row.baseline_abs = self.number(data, "baseline_abs_value", f"{where}.baseline_abs_value")
+            row.baseline_rel = self.number(data, "baseline_rel_value", f"{where}.baseline_rel_value")
+        if data.get("regressed") is not None:
+            row.regressed = self.boolean(data, "regressed", f"{where}.regressed")
+            row.known_failure = bool(data.get("known_failure") is True)
+            within = data.get("within_tolerance")
+            row.within_tolerance = within if isinstance(within, bool) else None
+            row.regression = self.text(data, "regression", MAX_ROW_ERROR, f"{where}.regression", optional=True)
+        return row
 
 
 class UntrustedReport:
@@ -345,6 +386,9 @@ def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport
         duration_s=duration if math.isfinite(duration) else 0.0,
         facts=dict(facts),
         title=read.text(data, "title", MAX_NAME, "title", optional=True) or "",
+        scope=read.text(data, "scope", MAX_NAME, "scope", optional=True) or "",
+        baseline=read.text(data, "baseline", MAX_NAME, "baseline", optional=True),
+        fail_on="regression" if data.get("fail_on") == "regression" else "threshold",
     )
     commit = data.get("commit")
     commit = commit if isinstance(commit, str) and _SHA.fullmatch(commit) else None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from gate.results import GateResult, fmt
+from gate.results import GateResult, OutputVerdict, fmt, fmt_delta
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -19,9 +19,27 @@ def _clean(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+def _baseline_text(row: OutputVerdict, result: GateResult) -> str:
+    """The delta columns of the table, for the testcase's stdout: `` baseline_abs=... delta_abs=...``."""
+    if not result.baseline:
+        return ""
+    if not row.baseline_found:
+        return " baseline=none"
+    text = (
+        f" baseline_abs={fmt(row.baseline_abs)} delta_abs={fmt_delta(row.delta_abs)}"
+        f" baseline_rel={fmt(row.baseline_rel)} delta_rel={fmt_delta(row.delta_rel)}"
+    )
+    return text + (" known_failure=true" if row.known_failure else "")
+
+
 def build_suites(result: GateResult) -> list[TestSuite]:
     properties = {k: str(v) for k, v in result.facts.items()}
     properties["iterations"] = str(result.iterations)
+    if result.scope:
+        properties["scope"] = result.scope
+    if result.baseline:
+        properties["baseline"] = result.baseline
+        properties["fail_on"] = result.fail_on
     suites = {}
     for row in result.rows:
         pair = f"{row.pair[0]} vs {row.pair[1]}"
@@ -33,6 +51,7 @@ def build_suites(result: GateResult) -> list[TestSuite]:
             stdout=_clean(
                 f"stat={row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} abs={fmt(row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
+                + _baseline_text(row, result)
             ),
         )
         if row.error:

@@ -13,8 +13,12 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from gate.report.text import HEADERS, rows_of
+from gate.report.chart import caption, chart, has_baseline_series
+from gate.report.text import headers_of, rows_of, scope_line
 from gate.results import PASSED, REGRESSED, GateResult
+
+MAX_CHARTS = 6
+"""Outputs that get a distribution chart (failing ones first); the others are counted in a note."""
 
 _ICONS = {PASSED: "✅", REGRESSED: "❌"}
 _LABELS = {PASSED: "passed", REGRESSED: "regressed", "error": "error (could not evaluate)"}
@@ -72,12 +76,17 @@ class _Parts:
     row_failing: list[bool]
     failures: list[str]
     runtime: list[str]
+    charts: list[list[str]]
+    charts_note: str
 
 
 def _parts(result: GateResult, run_url: str | None, commit: str | None) -> _Parts:
     icon = _ICONS.get(result.status, "⚠️")
     title = md_text(result.title or f"Accuracy gate: {result.model}")
     where = f"{result.iterations} iterations"
+    scope = scope_line(result)
+    if scope:
+        where += f" · {md_text(scope)}"
     if commit:
         where += f" · commit {md_text(commit[:12])}"
     if run_url:
@@ -87,26 +96,58 @@ def _parts(result: GateResult, run_url: str | None, commit: str | None) -> _Part
         rendered = [md_code(cells[0], in_table=True)] + [md_text(c) for c in cells[1:]]
         rows.append("| " + " | ".join(rendered) + " |")
         failing.append(not row.passed)
+    charts, charts_note = _charts(result)
+    headers = headers_of(result)
     return _Parts(
         head=[f"## {icon} {title}", ""],
         message=f"**{_LABELS[result.status]}**: {md_text(result.message)}",
         where=where,
-        table_header=["| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"],
+        table_header=["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"],
         rows=rows,
         row_failing=failing,
         failures=[f"- {md_code(row.output)}: {md_text(row.message())}" for row in result.rows if not row.passed],
         runtime=[f"- {md_text(key)}: {md_code(value)}" for key, value in result.facts.items()],
+        charts=charts,
+        charts_note=charts_note,
     )
+
+
+def _charts(result: GateResult) -> tuple[list[list[str]], str]:
+    """One block per charted output (a caption, then a Mermaid chart or a one-line note), failing
+    outputs first, at most MAX_CHARTS; and a note counting those left out."""
+    rows = [row for row in result.rows if row.values is not None and not row.error]
+    rows = [row for row in rows if not row.passed] + [row for row in rows if row.passed]
+    blocks = []
+    for row in rows[:MAX_CHARTS]:
+        lines, note = chart(row)
+        pair = md_text(f"{row.pair[0]} vs {row.pair[1]}")
+        if note is not None:
+            blocks.append([f"- {md_code(row.output)} ({pair}): {md_text(note)}", ""])
+        else:
+            words = md_text(caption(row, has_baseline_series(row)))
+            blocks.append([f"{md_code(row.output)} ({pair}): {words}", "", *lines, ""])
+    note = ""
+    if len(rows) > MAX_CHARTS:
+        note = f"Distributions of {MAX_CHARTS} of {len(rows)} outputs are shown (failing outputs first)."
+    return blocks, note
 
 
 def _details(summary: str, items: list[str]) -> list[str]:
     return [f"<details><summary>{summary}</summary>", "", *items, "", "</details>", ""] if items else []
 
 
-def _assemble(parts: _Parts, message: str, kept_rows: list[int], failures: int, runtime: bool, note: str) -> str:
+def _assemble(
+    parts: _Parts, message: str, kept_rows: list[int], failures: int, runtime: bool, note: str, charts: int = 0
+) -> str:
     lines = [*parts.head, message, "", parts.where, ""]
     if kept_rows:
         lines += parts.table_header + [parts.rows[i] for i in kept_rows] + [""]
+    if charts:
+        lines += ["**Per-iteration distribution** of each output's checked statistic:", ""]
+        for block in parts.charts[:charts]:
+            lines += block
+        if parts.charts_note and charts == len(parts.charts):
+            lines += [parts.charts_note, ""]
     lines += _details("Failures", parts.failures[:failures])
     if runtime:
         lines += _details("Runtime", parts.runtime)
@@ -115,8 +156,14 @@ def _assemble(parts: _Parts, message: str, kept_rows: list[int], failures: int, 
     return "\n".join(lines)
 
 
-def _note(parts: _Parts, kept_rows: int, failures: int, runtime: bool, message_cut: bool, more_at: str) -> str:
+def _note(
+    parts: _Parts, kept_rows: int, failures: int, runtime: bool, message_cut: bool, more_at: str, charts: int = 0
+) -> str:
     left_out = []
+    if charts < len(parts.charts):
+        left_out.append(
+            f"{charts} of {len(parts.charts)} distribution charts are shown" if charts else "the charts are left out"
+        )
     if message_cut:
         left_out.append("the end of the verdict message")
     if kept_rows < len(parts.rows):
@@ -159,27 +206,34 @@ def render_markdown(
         run_url: the workflow run whose job summary holds the full report (linked twice).
         commit: the commit the results are for (its first 12 characters are shown).
         budget: at most this many UTF-8 bytes (None: no limit). A report that does not fit is shortened
-            section by section, in this order, until it fits: the runtime facts are dropped, then
-            failure details from the last, then table rows (passing rows before failing ones, each
-            from the last); then the verdict message is cut. The heading and verdict line always
-            stay, and a final note says what was left out and where the full report is.
+            section by section, in this order, until it fits: distribution charts are dropped from the
+            last, then the runtime facts, then failure details from the last, then table rows
+            (passing rows before failing ones, each from the last); then the verdict message is cut.
+            The heading and verdict line always stay, and a final note says what was left out and
+            where the full report is.
         more_at: Markdown naming where the full report is, for that note; default: the job summary of
             ``run_url``.
     """
     parts = _parts(result, run_url, commit)
     everything = list(range(len(parts.rows)))
-    full = _assemble(parts, parts.message, everything, len(parts.failures), True, "")
+    full = _assemble(parts, parts.message, everything, len(parts.failures), True, "", len(parts.charts))
     if budget is None or _utf8_len(full) <= budget:
         return full
     if more_at is None:
         more_at = f"the [job summary]({_url(run_url)}) of the workflow run" if run_url else "the job summary"
 
-    def text(message, rows, failures, runtime, cut=False):
-        note = _note(parts, len(rows), failures, runtime, cut, more_at)
-        return _assemble(parts, message, rows, failures, runtime, note)
+    def text(message, rows, failures, runtime, cut=False, charts=0):
+        note = _note(parts, len(rows), failures, runtime, cut, more_at, charts)
+        return _assemble(parts, message, rows, failures, runtime, note, charts)
 
     def fits(candidate: str) -> bool:
         return _utf8_len(candidate) <= budget
+
+    if parts.charts and fits(text(parts.message, everything, len(parts.failures), True, charts=0)):
+        kept = _largest(
+            0, len(parts.charts), lambda n: fits(text(parts.message, everything, len(parts.failures), True, charts=n))
+        )
+        return text(parts.message, everything, len(parts.failures), True, charts=kept)
 
     candidate = text(parts.message, everything, len(parts.failures), False)
     if fits(candidate):

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from gate.results import GateResult, fmt
+from gate.results import GateResult, fmt, fmt_delta
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
+BASELINE_HEADERS = ("Δ abs", "Δ rel")
+"""With a baseline: this run's abs / rel error minus the baseline's (``new`` for an output it lacks)."""
+
+
+def headers_of(result: GateResult) -> tuple[str, ...]:
+    """The table's column names: HEADERS, plus the delta columns when there is a baseline."""
+    return HEADERS + BASELINE_HEADERS if result.baseline else HEADERS
+
+
+def _verdict_cell(row) -> str:
+    if row.regressed:
+        return "REGRESSED"
+    if row.known_failure:
+        return "FAIL (as baseline)"
+    return "pass" if row.passed else "FAIL"
 
 
 def rows_of(result: GateResult) -> list[tuple[str, ...]]:
@@ -13,12 +28,11 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
     cells = []
     for row in result.rows:
         if row.error:
-            cells.append((row.output, "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}"))
-            continue
-        stat = f"{row.stat} (avg)" if row.averaged else row.stat
-        failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
-        cells.append(
-            (
+            cell = (row.output, "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
+        else:
+            stat = f"{row.stat} (avg)" if row.averaged else row.stat
+            failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
+            cell = (
                 row.output,
                 stat,
                 fmt(row.abs_value),
@@ -26,20 +40,40 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
                 fmt(row.rel_value),
                 fmt(row.rtol),
                 failed,
-                "pass" if row.passed else "FAIL",
+                _verdict_cell(row),
             )
-        )
+        if result.baseline:
+            if row.error:
+                cell += ("-", "-")
+            elif not row.baseline_found:
+                cell += ("new", "new")
+            else:
+                cell += (fmt_delta(row.delta_abs), fmt_delta(row.delta_rel))
+        cells.append(cell)
     return cells
+
+
+def scope_line(result: GateResult) -> str:
+    """What the rows cover besides the iteration count: shard, baseline and failure mode, or ""."""
+    parts = [result.scope] if result.scope else []
+    if result.baseline:
+        parts.append(f"baseline {result.baseline}")
+    if result.fail_on == "regression":
+        parts.append("fails only on regression against the baseline")
+    return "; ".join(parts)
 
 
 def render_text(result: GateResult) -> str:
     """An aligned table, one row per output, and the final verdict line."""
-    table = [HEADERS, *rows_of(result)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(HEADERS))]
+    headers = headers_of(result)
+    table = [headers, *rows_of(result)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     pairs = sorted({f"{row.pair[0]} vs {row.pair[1]}" for row in result.rows})
     header = f"accuracy-gate: {result.model}, {result.iterations} iterations" + (
         f", {', '.join(pairs)}" if pairs else ""
     )
-    return "\n".join([header, *lines, "", f"{VERDICTS[result.status]}: {result.message}"])
+    scope = scope_line(result)
+    header_lines = [header] + ([scope] if scope else [])
+    return "\n".join([*header_lines, *lines, "", f"{VERDICTS[result.status]}: {result.message}"])
