@@ -1,4 +1,4 @@
-"""The ``accuracy-gate`` command line: ``check`` and ``record``.
+"""The ``accuracy-gate`` command line: ``check``, ``merge`` and ``record``.
 
 Flags use ``polygraphy run``'s names (``--atol``, ``--rtol``, ``--check-error-stat``, per-output
 ``name:value``). Exit codes: 0 all passed, 1 accuracy regressed, 2 could not evaluate (any user
@@ -108,6 +108,30 @@ def build_parser() -> argparse.ArgumentParser:
     trt.add_argument("--allocation-strategy", choices=["static", "profile", "runtime"], help="device memory strategy")
     check.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
     check.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
+    check.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (iterations whose index %% N == I-1); exit 0 when evaluated, 2 when not: "
+        "the verdict over all iterations comes from 'accuracy-gate merge'",
+    )
+    check.add_argument(
+        "--write-partial", metavar="PATH", help="write the partial result file (for 'merge' or as a baseline)"
+    )
+    check.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
+    _add_baseline(check)
+
+    merge = sub.add_parser(
+        "merge",
+        help="combine the partial result files of every shard and report once (exit 0 pass, 1 fail, 2 error)",
+    )
+    merge.add_argument("partials", nargs="+", metavar="PARTIAL", help="partial result files, or folders of them")
+    merge.add_argument("--junit", metavar="PATH", default="accuracy-gate-junit.xml", help="where to write JUnit XML")
+    merge.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
+    merge.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
+    merge.add_argument("--write-partial", metavar="PATH", help="write the merged run as one partial result file")
+    merge.add_argument("--title", help="heading of the Markdown report (default: the shards' title)")
+    _add_baseline(merge)
+    merge.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
     record = sub.add_parser("record", help="write golden outputs from the reference runner")
     _add_common(record)
@@ -115,6 +139,47 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--reference-runner", choices=["onnxrt"], help="the runner whose outputs become golden")
     record.add_argument("--layout", choices=["onnx-zoo", "npz"], help="golden layout (default: the inputs' layout)")
     return parser
+
+
+def _add_baseline(parser):
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        metavar="PATH",
+        help="results file, or partial result file(s) or folder, of the base branch (repeat for several "
+        "shards): adds a delta column per output",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=["threshold", "regression"],
+        default=None,
+        help="threshold (default): fail when an output is out of tolerance; regression: only when it got worse "
+        "than the baseline by more than the margin, or crossed its tolerance",
+    )
+    parser.add_argument(
+        "--regression-margin",
+        nargs="+",
+        action="extend",
+        metavar="[OUT:]MARGIN",
+        help="how much worse than the baseline an output's abs error may get, e.g. 1e-4 or 5%% (default 0)",
+    )
+
+
+def baseline_options(args) -> tuple[str, object]:
+    """``(fail_on, margins)`` from the flags; ``--fail-on regression`` needs ``--baseline``.
+
+    Raises:
+        GateError: a bad margin, a margin without regression mode, or regression mode without a baseline.
+    """
+    from gate.baseline import parse_margins
+
+    fail_on = args.fail_on or "threshold"
+    if fail_on == "regression" and not args.baseline:
+        raise GateError("--fail-on regression needs --baseline (the results of the base branch).")
+    if args.regression_margin and fail_on != "regression":
+        raise GateError("--regression-margin applies only with --fail-on regression.")
+    margins = parse_margins(args.regression_margin, "--regression-margin") if args.regression_margin else None
+    return fail_on, margins
 
 
 def overrides_from_args(args) -> dict:
@@ -197,17 +262,62 @@ def trt_overrides(args) -> dict:
 def run_check(args) -> int:
     from gate.config import load_config
     from gate.job import check
+    from gate.partial import parse_shard, write_partial
+
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    baseline = _baseline(args)
+    cfg = load_config(args.config, overrides_from_args(args))
+    result = check(cfg, shard, partial=bool(args.write_partial))
+    if args.write_partial:
+        print(f"partial result file: {write_partial(result.run, args.write_partial)}")
+    code = _report(args, result, cfg.junit, baseline)
+    if shard is not None and shard.count > 1 and code != EXIT_ERROR:
+        print(f"shard {shard} evaluated; the verdict over all iterations comes from 'accuracy-gate merge'.")
+        return 0
+    return code
+
+
+def run_merge(args) -> int:
+    from gate.merge import merge_files
+    from gate.partial import result_of, write_partial
+
+    baseline = _baseline(args)
+    run = merge_files(args.partials)
+    if args.title:
+        run.title = args.title
+    result = result_of(run)
+    if args.write_partial:
+        print(f"partial result file: {write_partial(run, args.write_partial)}")
+    return _report(args, result, args.junit, baseline)
+
+
+def _baseline(args):
+    """``(baseline, fail_on, margins)`` from the flags, the baseline read (None without one)."""
+    from gate.baseline import load_baseline
+
+    fail_on, margins = baseline_options(args)
+    return (load_baseline(args.baseline) if args.baseline else None), fail_on, margins
+
+
+def _report(args, result, junit, baseline) -> int:
+    """Applies the baseline, prints the table and writes the report files; returns the exit code."""
+    from gate.baseline import apply_baseline
     from gate.report import render_markdown, render_text, write_junit
 
-    cfg = load_config(args.config, overrides_from_args(args))
-    result = check(cfg)
+    baseline, fail_on, margins = baseline
+    if baseline is not None:
+        apply_baseline(result, baseline, fail_on, margins)
     print(render_text(result))
     if result.status == "error":
         print(f"accuracy-gate: error: {result.message}", file=sys.stderr)
-    path = _write_report(cfg.junit, "JUnit file", lambda p: write_junit(result, p))
+    path = _write_report(junit, "JUnit file", lambda p: write_junit(result, p))
     print(f"JUnit: {path}")
     if args.markdown:
         _write_report(args.markdown, "Markdown report", lambda p: Path(p).write_text(render_markdown(result), "utf-8"))
+    if getattr(args, "report", None):
+        from gate.report.json_report import write_report
+
+        _write_report(args.report, "results file", lambda p: write_report(result, p))
     return result.exit_code
 
 
@@ -227,7 +337,7 @@ def main(argv=None) -> int:
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     try:
-        return run_check(args) if args.command == "check" else run_record(args)
+        return {"check": run_check, "merge": run_merge, "record": run_record}[args.command](args)
     except GateError as err:
         if verbose:
             traceback.print_exc()
