@@ -2,13 +2,21 @@
 job summary, step outputs, annotations, one PR comment) and return the exit code (0 pass, 1 accuracy
 regressed, 2 could not evaluate).
 
-Two modes (input ``mode``):
+Three modes (input ``mode``):
 
-- ``check`` (default): run the gate on the checked-out repository and report.
+- ``check`` (default): run the gate on the checked-out repository and report. With ``shard: i/n`` it
+  runs one shard of the golden set (a matrix leg), writes the partial result file and reports that
+  shard in its job summary only; exit 0 when the shard was evaluated, 2 when not.
+- ``merge``: combine the partial result files of every shard (``partial_path``: the downloaded
+  artifacts) into the verdict of the whole golden set and report it once (JUnit, results file, job
+  summary, PR comment, outputs), exactly as an unsharded ``check`` would.
 - ``comment``: the fork-safe companion for a ``workflow_run`` workflow. It runs no model: it reads
   the results file(s) a pull-request run uploaded, as untrusted data, and posts or updates the comment
   on that pull request (README, "Fork pull requests"). Exit 0 when done, 2 when the file is invalid
   or the comment could not be written.
+
+``baseline`` (a results file or partial result files of the base branch) adds a delta column to the
+reports; ``fail_on: regression`` fails only on a regression against it (``gate.baseline``).
 
 A reporting failure in ``check`` mode (summary file, comment) is logged as a warning and never
 changes the verdict or the exit code; a read-only token (a fork's) is one notice.
@@ -50,6 +58,11 @@ INPUTS = (
     "report_path",
     "title",
     "mode",
+    "shard",
+    "partial_path",
+    "baseline",
+    "fail_on",
+    "regression_margin",
     "github_token",
     "pr_number",
     "comment_mode",
@@ -57,12 +70,17 @@ INPUTS = (
     "comment_key",
     "comment_author",
 )
-DEFAULTS = {"report_path": "accuracy-gate-report.json", "mode": "check", "comment_mode": "always"}
+DEFAULTS = {
+    "report_path": "accuracy-gate-report.json",
+    "mode": "check",
+    "fail_on": "threshold",
+    "comment_mode": "always",
+}
 """Defaults the code applies to an empty input; action.yml declares the same ones (a test checks)."""
-REQUIRED = {"check": ("config",), "comment": ("github_token",)}
+REQUIRED = {"check": ("config",), "comment": ("github_token",), "merge": ("partial_path",)}
 """Inputs required per mode. GitHub does not enforce ``required: true``, so the action does."""
-OUTPUTS = ("passed", "regressed", "failed_outputs", "junit_path", "report_path", "report_json")
-MODES = ("check", "comment")
+OUTPUTS = ("passed", "regressed", "failed_outputs", "junit_path", "report_path", "report_json", "partial_path")
+MODES = ("check", "comment", "merge")
 COMMENT_MODES = ("always", "on-change", "on-failure", "off")
 DEFAULT_JUNIT = "accuracy-gate-junit.xml"
 OUTPUT_JSON_LIMIT = 64 * 1024
@@ -87,8 +105,19 @@ class Settings:
     comment_mode: str = "always"
     comment_key: str | None = None
     comment_author: str | None = None
+    title: str | None = None
     junit_path: Path | None = None
     report_path: Path | None = None
+    shard: object | None = None  # gate.partial.Shard
+    partial_path: Path | None = None
+    baseline: Path | None = None
+    fail_on: str = "threshold"
+    margins: object | None = None  # gate.baseline margins
+
+    @property
+    def shard_leg(self) -> bool:
+        """A matrix leg that runs one of several shards: it reports its part, the merge the verdict."""
+        return self.shard is not None and self.shard.count > 1
 
 
 def _get(name: str, environ: Mapping[str, str]) -> str | None:
@@ -120,6 +149,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
 
     settings.mode = parse("mode", lambda n, v: actions.parse_choice(n, v, MODES), "check")
     settings.config = _get("config", environ)
+    settings.title = _get("title", environ)
     settings.token = _get("github_token", environ)
     settings.pr_number = parse("pr_number", actions.parse_positive_int)
     settings.comment_mode = parse("comment_mode", lambda n, v: actions.parse_choice(n, v, COMMENT_MODES), "off")
@@ -133,9 +163,29 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
         lambda n, v: actions.workspace_path(n, v, environ),
         actions.workspace_path("report_path", DEFAULTS["report_path"], environ),
     )
+    from gate.baseline import FAIL_ON, parse_margins
+    from gate.partial import parse_shard
+
+    settings.shard = parse("shard", lambda n, v: parse_shard(v, f"Input `{n}`"))
+    settings.partial_path = parse("partial_path", lambda n, v: actions.workspace_path(n, v, environ))
+    settings.baseline = parse("baseline", lambda n, v: actions.workspace_path(n, v, environ))
+    settings.fail_on = parse("fail_on", lambda n, v: actions.parse_choice(n, v, FAIL_ON), "threshold")
+    settings.margins = parse("regression_margin", lambda n, v: parse_margins(v, f"Input `{n}`"))
+    if settings.fail_on == "regression" and not _get("baseline", environ):
+        errors.append(GateError("Input `fail_on: regression` needs input `baseline` (the base branch's results)."))
+    if settings.margins is not None and settings.fail_on != "regression":
+        errors.append(GateError("Input `regression_margin` applies only with `fail_on: regression`."))
+    if settings.mode == "check" and settings.shard is not None and settings.partial_path is None:
+        from gate.partial import default_partial_name
+
+        settings.partial_path = actions.workspace_path("partial_path", default_partial_name(settings.shard), environ)
     for name in REQUIRED[settings.mode]:
         if not _get(name, environ):
-            what = {"config": "the path of gate.toml in the repository", "github_token": "a token that may comment"}
+            what = {
+                "config": "the path of gate.toml in the repository",
+                "github_token": "a token that may comment",
+                "partial_path": "the partial result file(s) of every shard, a file or a folder",
+            }
             errors.append(GateError(f"Input '{name}' is required: {what[name]}."))
     return settings, errors
 
@@ -214,12 +264,63 @@ def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
 
 
 def _run_gate(environ, settings: Settings) -> tuple[GateResult, object]:
+    """Runs the gate (one shard of it with ``shard``), writes the partial result file when asked, and
+    applies the baseline. The baseline is read first, so a wrong one fails before the model runs.
+
+    Raises:
+        GateError: a config, data or baseline problem; the partial file cannot be written.
+    """
     from gate.config import load_config
     from gate.job import check
+    from gate.partial import write_partial
 
+    baseline = _load_baseline(settings)
     config = actions.workspace_path("config", settings.config, environ)
     cfg = load_config(config, overrides_from_inputs(environ))
-    return check(cfg), cfg
+    result = check(cfg, settings.shard, partial=settings.partial_path is not None)
+    if settings.partial_path is not None:
+        path = write_partial(result.run, settings.partial_path)
+        _chown_to_workspace_owner(path, environ)
+        print(f"partial result file: {_workspace_relative(path, environ)}")
+    return _with_baseline(result, baseline, settings), cfg
+
+
+def _load_baseline(settings: Settings):
+    from gate.baseline import load_baseline
+
+    if settings.baseline is None:
+        return None
+    try:
+        return load_baseline(settings.baseline)
+    except GateError as err:
+        raise GateError(f"Input `baseline`: {err}") from err
+
+
+def _with_baseline(result: GateResult, baseline, settings: Settings) -> GateResult:
+    from gate.baseline import apply_baseline
+
+    if baseline is None:
+        return result
+    try:
+        return apply_baseline(result, baseline, settings.fail_on, settings.margins)
+    except GateError as err:
+        raise GateError(f"Input `baseline`: {err}") from err
+
+
+def _merge_gate(settings: Settings) -> GateResult:
+    """``mode: merge``: every shard's partial result file -> the whole run's verdict (gate.merge).
+
+    Raises:
+        GateError: a missing, duplicate, foreign or corrupt shard; a bad baseline.
+    """
+    from gate.merge import merge_files
+    from gate.partial import result_of
+
+    baseline = _load_baseline(settings)
+    run = merge_files([settings.partial_path])
+    if settings.title:
+        run.title = settings.title
+    return _with_baseline(result_of(run), baseline, settings)
 
 
 # --- files in the workspace ----------------------------------------------------------------------
@@ -385,25 +486,43 @@ def _main(environ: Mapping[str, str]) -> int:
 
 
 def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: bool) -> int:
-    from gate.report import render_text, write_junit
-    from gate.report.json_report import dumps_within, report_document, write_report
+    """``mode: check`` and ``mode: merge``: get the verdict, then report it."""
+    from gate.report import render_text
 
     junit_path = str(settings.junit_path or DEFAULT_JUNIT)
     model = _get("model", environ) or settings.config or "model"
-    with actions.group("Accuracy gate: run the model and compare with the golden outputs"):
+    merging = settings.mode == "merge"
+    title = (
+        "Accuracy gate: merge the shards' partial result files"
+        if merging
+        else "Accuracy gate: run the model and compare with the golden outputs"
+    )
+    with actions.group(title):
         if errors:
             result = GateResult(model=os.path.basename(model), status=ERROR, message=str(errors[0]))
         else:
             try:
-                result, cfg = _run_gate(environ, settings)
-                junit_path = str(cfg.junit)
+                if merging:
+                    result = _merge_gate(settings)
+                else:
+                    result, cfg = _run_gate(environ, settings)
+                    junit_path = str(cfg.junit)
             except Exception as err:  # GateError: a user mistake; anything else: our bug. Both still get reported.
                 if verbose or not isinstance(err, GateError):
                     traceback.print_exc()
                 message = str(err) if isinstance(err, GateError) else f"internal error {type(err).__name__}: {err}"
                 result = GateResult(model=os.path.basename(model), status=ERROR, message=message)
     print(render_text(result))
-    annotate_outputs(result)
+    if settings.shard_leg:
+        print(f"shard {settings.shard}: no annotations or PR comment here; the merge job reports the whole run.")
+    else:
+        annotate_outputs(result)
+    return _publish(environ, settings, result, junit_path, verbose)
+
+
+def _publish(environ, settings: Settings, result: GateResult, junit_path: str, verbose: bool) -> int:
+    from gate.report import write_junit
+    from gate.report.json_report import dumps_within, report_document, write_report
 
     key = settings.comment_key or f"{environ.get('GITHUB_WORKFLOW') or 'workflow'}/{settings.config or 'default'}"
     run_url = _run_url(environ)
@@ -415,6 +534,8 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
             traceback.print_exception(err)
         actions.warning(f"Could not write the {step}: {err}")
 
+    if settings.partial_path is not None and settings.mode == "check" and result.run is not None:
+        written["partial_path"] = _workspace_relative(settings.partial_path, environ)
     with actions.group("Accuracy gate: reports"):
         try:
             junit_file = write_junit(result, junit_path)
@@ -431,7 +552,8 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
             commit = None
         client, ref = None, None
         try:
-            client, ref, commit = _find_pull_request(environ, settings, commit, report_path)
+            if not settings.shard_leg:
+                client, ref, commit = _find_pull_request(environ, settings, commit, report_path)
         except Exception as err:
             warn("PR comment", err)
         try:
@@ -462,11 +584,21 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
                     "junit_path": written.get("junit_path", ""),
                     "report_path": written.get("report_path", ""),
                     "report_json": dumps_within(document, OUTPUT_JSON_LIMIT),
+                    # only when written (an unset output reads as empty in the workflow)
+                    **({"partial_path": written["partial_path"]} if "partial_path" in written else {}),
                 },
                 environ,
             )
         except Exception as err:
             warn("step outputs", err)
+    if settings.shard_leg and result.status != ERROR:
+        actions.notice(
+            f"shard {settings.shard} evaluated ({result.status}: {result.message}); the merge job gives the verdict "
+            "over every shard.",
+            title="accuracy-gate",
+        )
+        sys.stdout.flush()
+        return 0
     _final_line(result)
     sys.stdout.flush()
     return result.exit_code

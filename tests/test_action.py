@@ -724,7 +724,7 @@ def test_comment_keys_keep_one_comment_per_matrix_leg(workspace, fake):
         ("pr_number", "7.5", "Input `pr_number` must be a positive integer, got '7.5'."),
         ("pr_number", "0", "Input `pr_number` must be a positive integer, got '0'."),
         ("comment_mode", "sometimes", "Input `comment_mode` must be one of `always`, `on-change`, `on-failure`, `off`"),
-        ("mode", "post", "Input `mode` must be one of `check`, `comment`, got 'post'."),
+        ("mode", "post", "Input `mode` must be one of `check`, `comment`, `merge`, got 'post'."),
         ("atol", "-1", "Input `atol` must hold non-negative finite numbers, got '-1'."),
         ("rtol", "logits:nan", "Input `rtol` must hold non-negative finite numbers, got 'logits:nan'."),
         ("atol", "abc", "Input `atol`: atol: cannot read 'abc'"),
