@@ -85,6 +85,7 @@ print(json.dumps({"seconds": seconds, "rss_kib": resource.getrusage(resource.RUS
 
 CHECK = """
 import json, resource, sys, time
+import onnxruntime  # imported before timing, as in the pure-inference script
 from gate.config import load_config
 from gate.job import check
 start = time.perf_counter()
