@@ -362,3 +362,19 @@ class TestTopKPostprocess:
         a, b = Comparator.postprocess(a, top), Comparator.postprocess(b, top)
         assert a["a"][0]["y"].tolist() == [1, 2] and b["b"][0]["y"].tolist() == [1, 2]
         assert Comparator.compare_accuracy([a, b])
+
+
+class TestFuzzyOutputMatching:
+    def test_opt_in_matches_polygraphy_case16(self):
+        from gate.comparator.compare import fuzzy_find_output
+
+        fuzzy = SimpleCompareFunc(find_output_func=fuzzy_find_output, atol=1.0)
+        result = fuzzy(it("a", x=[1.0]), it("b", out=[5.0], x_1=[1.5]))
+        assert result["x"].output1_name == "x_1" and result["x"]  # substring
+        result = fuzzy(it("a", p=[1.0], q=[2.0]), it("b", zz=[1.0], ww=[2.0]))
+        assert [(r.output0_name, r.output1_name) for r in result.values() if r.output1_name] == [
+            ("p", "zz"),
+            ("q", "ww"),
+        ]  # by position, as Polygraphy does
+        with pytest.raises(GateError, match="No common outputs"):
+            SimpleCompareFunc()(it("a", p=[1.0], q=[2.0]), it("b", zz=[1.0], ww=[2.0]))  # D5 default: exact

@@ -203,6 +203,21 @@ def missing_output_result(name: str, missing_from: str) -> OutputCompareResult:
     return OutputCompareResult(passed=False, error=f"is missing from '{missing_from}'", output0_name=name)
 
 
+def fuzzy_find_output(name0: str, index: int, iter_result1) -> list[str]:
+    """Polygraphy's default output matching, offered opt-in as a ``find_output_func`` (we pair by
+    exact name by default, deviation D5): the exact name, else the first output of ``iter_result1``
+    whose name contains ``name0`` or is contained in it (case-insensitive), else the output at the
+    same position. Returns a list of at most one name (Polygraphy 0.53.6 ``compare.py``)."""
+    names = list(iter_result1)
+    if name0 in iter_result1:
+        return [name0]
+    lowered = name0.lower()
+    for name1 in names:
+        if lowered in name1.lower() or name1.lower() in lowered:
+            return [name1]
+    return [names[index]] if index < len(names) else []
+
+
 def pair_outputs(iter_result0: IterationResult, iter_result1: IterationResult, find_output_func=None):
     """Yields ``(name0, name1)`` for every output to compare, then ``(name, None)`` / ``(None,
     name)`` for outputs only one side has. Pairing is by exact name unless a Polygraphy-style
