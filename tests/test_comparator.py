@@ -378,3 +378,9 @@ class TestFuzzyOutputMatching:
         ]  # by position, as Polygraphy does
         with pytest.raises(GateError, match="No common outputs"):
             SimpleCompareFunc()(it("a", p=[1.0], q=[2.0]), it("b", zz=[1.0], ww=[2.0]))  # D5 default: exact
+
+
+def test_text_against_numbers_cannot_be_compared():
+    for b in (np.array(["a", "b"]), np.array(["a", "b"], dtype=object), np.array([b"x", b"y"])):
+        r = ours(np.array([1.0, 2.0], F32), b)
+        assert not r and "text cannot be compared with numbers" in r.error and "float32" in r.error

@@ -171,6 +171,12 @@ def compare_arrays(
             passed=False,
             **common,
         )
+    if (a.dtype.kind in "OSU") != (b.dtype.kind in "OSU"):
+        return OutputCompareResult(
+            error=f"holds {a.dtype} values but the reference holds {b.dtype}: text cannot be compared with numbers",
+            passed=False,
+            **common,
+        )
     stat = threshold.check_error_stat
     if stat not in CHECK_ERROR_STATS:
         raise GateError(f"Invalid check_error_stat '{stat}'; expected one of {', '.join(CHECK_ERROR_STATS)}.")
