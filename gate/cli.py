@@ -44,50 +44,41 @@ def _add_common(parser):
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="accuracy-gate",
-        description="Run a model over stored inputs and compare every output with golden outputs.",
-    )
-    parser.add_argument("--version", action="version", version=f"accuracy-gate {gate.__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    check = sub.add_parser("check", help="compare live outputs with the golden outputs (exit 0 pass, 1 fail, 2 error)")
-    _add_common(check)
-    check.add_argument("--runners", nargs="+", metavar="RUNNER", help="live runners, e.g. onnxrt")
-    check.add_argument(
+def _add_comparison(parser):
+    """Tolerances, statistics, TensorRT and report flags: shared by ``check`` and ``run``."""
+    parser.add_argument(
         "--atol", "--abs-tol", nargs="+", action="extend", metavar="[OUT:]TOL", help="absolute tolerance(s)"
     )
-    check.add_argument(
+    parser.add_argument(
         "--rtol", "--rel-tol", nargs="+", action="extend", metavar="[OUT:]TOL", help="relative tolerance(s)"
     )
-    check.add_argument(
+    parser.add_argument(
         "--check-error-stat",
         nargs="+",
         action="extend",
         metavar="[OUT:]STAT",
         help="elemwise, max, mean, median or quantile (per output)",
     )
-    check.add_argument(
+    parser.add_argument(
         "--check-average",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="judge the average of each statistic over iterations",
     )
-    check.add_argument(
+    parser.add_argument(
         "--infinities-compare-equal",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="treat the same infinity on both sides as equal (default: on)",
     )
-    check.add_argument(
+    parser.add_argument(
         "--validate",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="a NaN in any output stops evaluation with an error naming it (default: off)",
     )
-    check.add_argument("--title", help="heading of the Markdown report")
-    trt = check.add_argument_group("TensorRT (runners = trt; see [trt] in gate.toml)")
+    parser.add_argument("--title", help="heading of the Markdown report")
+    trt = parser.add_argument_group("TensorRT (runners = trt; see [trt] in gate.toml)")
     for flag in ("fp16", "bf16", "tf32", "int8"):
         trt.add_argument(f"--{flag}", action="store_true", default=None, help=f"enable {flag} precision")
     trt.add_argument("--strongly-typed", action="store_true", default=None, help="build a strongly typed network")
@@ -106,8 +97,22 @@ def build_parser() -> argparse.ArgumentParser:
     trt.add_argument("--workspace", metavar="SIZE", help="workspace memory-pool limit, e.g. 1G")
     trt.add_argument("--optimization-profile", type=int, metavar="N", help="the profile the runner uses")
     trt.add_argument("--allocation-strategy", choices=["static", "profile", "runtime"], help="device memory strategy")
-    check.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
-    check.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
+    parser.add_argument("--junit", metavar="PATH", help="where to write the JUnit XML file")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="accuracy-gate",
+        description="Run a model over stored inputs and compare every output with golden outputs.",
+    )
+    parser.add_argument("--version", action="version", version=f"accuracy-gate {gate.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="compare live outputs with the golden outputs (exit 0 pass, 1 fail, 2 error)")
+    _add_common(check)
+    check.add_argument("--runners", nargs="+", metavar="RUNNER", help="live runners, e.g. onnxrt")
+    _add_comparison(check)
     check.add_argument(
         "--shard",
         metavar="I/N",
@@ -119,6 +124,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     _add_baseline(check)
+
+    run = sub.add_parser(
+        "run",
+        help="polygraphy-run-style: compare runners with each other or with loaded golden outputs, no gate.toml",
+        description="Compare a model's runners (the last one is the reference) or one runner with loaded golden "
+        "outputs (saved by 'polygraphy run --save-outputs' or 'accuracy-gate record'). Synthetic inputs are "
+        "Polygraphy's for the same --seed, unless --load-inputs is given. Exit 0 pass, 1 fail, 2 error.",
+    )
+    run.add_argument("model", help="the ONNX model")
+    run.add_argument("--onnxrt", dest="runner_flags", action="append_const", const="onnxrt", help="add ONNX Runtime")
+    run.add_argument("--trt", dest="runner_flags", action="append_const", const="trt", help="add TensorRT")
+    run.add_argument("--load-outputs", "--load-results", metavar="PATH", help="golden outputs (file or folder)")
+    run.add_argument("--load-inputs", metavar="PATH", help="stored inputs (file or folder) instead of synthetic ones")
+    run.add_argument("--iterations", "--iters", type=int, metavar="N", help="synthetic iterations (default 1)")
+    run.add_argument("--seed", type=int, default=1, help="seed of the synthetic inputs (default 1, as Polygraphy)")
+    run.add_argument("--val-range", nargs="+", metavar="[NAME:][LO,HI]", help="synthetic value ranges")
+    run.add_argument(
+        "--execution-providers", nargs="+", metavar="EP", help="ONNX Runtime execution providers, in priority order"
+    )
+    run.add_argument(
+        "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
+    )
+    _add_comparison(run)
+    run.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
     merge = sub.add_parser(
         "merge",
@@ -321,6 +350,62 @@ def _report(args, result, junit, baseline) -> int:
     return result.exit_code
 
 
+def parse_val_range(values) -> dict | None:
+    """``polygraphy run --val-range``: ``[lo,hi]`` entries, optionally ``name:[lo,hi]`` (split on the
+    last ``:``); a bare range is the ``""`` default."""
+    if not values:
+        return None
+    ranges = {}
+    for entry in values:
+        name, sep, text = entry.rpartition(":")
+        if not sep:
+            name, text = "", entry
+        try:
+            low, high = (float(part) for part in text.strip().strip("[]").split(","))
+        except ValueError as err:
+            raise GateError(f"--val-range: cannot read {entry!r}; expected [LO,HI] or NAME:[LO,HI].") from err
+        ranges[name] = (low, high)
+    return ranges
+
+
+def run_run(args) -> int:
+    from gate.backend.trt.settings import parse_shape_args
+    from gate.config import GateConfig, parse_per_output
+    from gate.run import run
+
+    trt = {key: value for key, value in trt_overrides(args).items() if value is not None}
+    cfg = GateConfig(
+        path=Path("accuracy-gate run"),
+        model=Path(args.model).resolve(),
+        inputs=Path.cwd(),
+        golden=Path.cwd(),
+        runners=args.runner_flags or ["onnxrt"],
+        execution_providers=args.execution_providers or ["CPUExecutionProvider"],
+        graph_optimization_level=args.graph_optimization_level or "all",
+        atol=parse_per_output(args.atol, _float, "--atol") if args.atol else 1e-5,
+        rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else 1e-5,
+        check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")
+        if args.check_error_stat
+        else "elemwise",
+        check_average=bool(args.check_average),
+        infinities_compare_equal=args.infinities_compare_equal is not False,
+        validate=bool(args.validate),
+        junit=Path(args.junit or "accuracy-gate-junit.xml"),
+        title=args.title or "",
+        trt=trt,
+    )
+    result = run(
+        cfg,
+        load_inputs=args.load_inputs,
+        load_outputs=args.load_outputs,
+        iterations=args.iterations,
+        seed=args.seed,
+        val_range=parse_val_range(args.val_range),
+        input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
+    )
+    return _report(args, result, cfg.junit, (None, None, None))
+
+
 def run_record(args) -> int:
     from gate.config import load_config
     from gate.job import record
@@ -337,7 +422,7 @@ def main(argv=None) -> int:
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     try:
-        return {"check": run_check, "merge": run_merge, "record": run_record}[args.command](args)
+        return {"check": run_check, "merge": run_merge, "record": run_record, "run": run_run}[args.command](args)
     except GateError as err:
         if verbose:
             traceback.print_exc()

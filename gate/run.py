@@ -1,0 +1,110 @@
+"""``accuracy-gate run``: a ``polygraphy run``-style comparison without a gate.toml.
+
+``accuracy-gate run model.onnx --onnxrt --load-outputs golden.json`` checks ONNX Runtime against
+golden outputs (saved by ``polygraphy run --save-outputs`` or by ``accuracy-gate record``);
+``accuracy-gate run model.onnx --trt --onnxrt`` checks TensorRT against ONNX Runtime. It is the
+gate's ``check`` underneath (same comparator, verdict, reports and exit codes):
+
+- inputs: ``--load-inputs`` (any stored layout, Polygraphy's JSON included), else seeded synthetic
+  inputs from the model's input metadata (``gate.comparator.DataLoader``: the same values as
+  Polygraphy's for the same ``--seed``, so a golden file saved by ``polygraphy run`` is reproduced);
+- reference: ``--load-outputs``, else the LAST runner given, whose outputs are recorded first and
+  every other runner is compared with them (for two runners this is Polygraphy's default pair, the
+  second as the reference; for three or more Polygraphy compares neighbours instead).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import onnx
+
+from gate.backend.base import TensorMetadata
+from gate.comparator.data_loader import DataLoader
+from gate.config import GateConfig
+from gate.data import open_tensor_set, write_iteration
+from gate.errors import GateError
+from gate.job import check, make_runner, model_io_names, record
+from gate.results import GateResult
+
+
+def model_input_metadata(model_path: Path) -> TensorMetadata:
+    """The graph inputs of an ONNX model (initializers excluded): name -> (numpy dtype, shape), a
+    dynamic dim being its ``dim_param`` string (or None)."""
+    model = onnx.load(str(model_path), load_external_data=False)
+    initializers = {init.name for init in model.graph.initializer}
+    metadata = TensorMetadata()
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else None
+        shape = None
+        if tensor.HasField("shape"):
+            shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+        metadata.add(value.name, dtype, shape)
+    return metadata
+
+
+def synthesize_inputs(model_path: Path, folder: Path, iterations: int, seed: int, val_range, input_shapes) -> Path:
+    """Writes ``iterations`` seeded synthetic feed_dicts as ``<folder>/<i>.npz`` and returns the folder."""
+    loader = DataLoader(
+        seed=seed,
+        iterations=iterations,
+        input_metadata=model_input_metadata(model_path),
+        val_range=val_range,
+        input_shapes=input_shapes,
+    )
+    for index in range(iterations):
+        write_iteration(folder, "npz", "input", index, loader[index])
+    return folder
+
+
+def run(
+    cfg: GateConfig,
+    *,
+    load_inputs: Path | None = None,
+    load_outputs: Path | None = None,
+    iterations: int | None = None,
+    seed: int = 1,
+    val_range=None,
+    input_shapes=None,
+) -> GateResult:
+    """Runs ``cfg.runners`` on the loaded or synthesized inputs and compares them with the loaded
+    golden outputs, or with the last runner's outputs. ``cfg.inputs``/``cfg.golden`` are ignored.
+
+    Raises:
+        GateError: fewer than two things to compare; anything ``check`` raises.
+    """
+    runners = list(cfg.runners)
+    if load_outputs is None and len(runners) < 2:
+        raise GateError(
+            "accuracy-gate run: nothing to compare against; give --load-outputs GOLDEN or a second runner "
+            "(e.g. --trt --onnxrt)."
+        )
+    input_names, output_names = model_io_names(cfg.model)
+    for kind in dict.fromkeys(runners):  # fail fast (e.g. TensorRT without a GPU) before any work
+        make_runner(kind, cfg)
+    with tempfile.TemporaryDirectory(prefix="accuracy-gate-run-") as scratch:
+        scratch = Path(scratch)
+        if load_outputs is not None:
+            golden = Path(load_outputs).resolve()
+            count = len(open_tensor_set(golden, "output", output_names))
+        else:
+            golden = scratch / "golden"
+            count = iterations or 1
+        if load_inputs is not None:
+            inputs = Path(load_inputs).resolve()
+        else:
+            inputs = synthesize_inputs(cfg.model, scratch / "inputs", count, seed, val_range, input_shapes)
+        cfg = replace(cfg, inputs=inputs, golden=golden)
+        if load_outputs is None:
+            reference = runners.pop()
+            record(replace(cfg, reference_runner=reference), layout="npz")
+            cfg = replace(cfg, runners=runners)
+        return check(cfg)
+
+
+__all__ = ["model_input_metadata", "run", "synthesize_inputs"]

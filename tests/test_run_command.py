@@ -1,0 +1,63 @@
+"""``accuracy-gate run``: polygraphy-run-style checks without a gate.toml, on the shipped real model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, EXAMPLE_OUTPUT, gpu_visible, run_cli
+
+MODEL = EXAMPLE / "model.onnx"
+SHAPES = ("--input-shapes", "x:[1,3,48,192]")
+
+
+def test_golden_saved_by_polygraphy_run_passes_bit_for_bit(tmp_path):
+    # polygraphy 0.53.6 writes golden outputs from its seeded synthetic inputs; ours regenerates the
+    # same inputs for the same seed, so even atol = rtol = 0 holds.
+    golden = tmp_path / "golden.json"
+    saved = subprocess.run(
+        [str(Path(sys.executable).with_name("polygraphy")), "run", str(MODEL), "--onnxrt", "--iterations", "3", *SHAPES,
+         "--save-outputs", str(golden)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    proc = run_cli("run", MODEL, "--onnxrt", "--load-outputs", golden, *SHAPES, "--atol", "0", "--rtol", "0",
+                   "--junit", tmp_path / "j.xml")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 iterations, onnxrt vs golden" in proc.stdout and EXAMPLE_OUTPUT in proc.stdout
+    other_seed = run_cli("run", MODEL, "--onnxrt", "--load-outputs", golden, *SHAPES, "--seed", "2",
+                         "--junit", tmp_path / "j.xml")  # fmt: skip
+    assert other_seed.returncode == 1 and "REGRESSED" in other_seed.stdout
+
+
+def test_golden_recorded_by_accuracy_gate_passes(tmp_path):
+    data = EXAMPLE / "data"
+    proc = run_cli("run", MODEL, "--onnxrt", "--load-inputs", data, "--load-outputs", data, "--junit", tmp_path / "j")
+    assert proc.returncode == 0, proc.stderr
+    assert "PASSED: 1 of 1 outputs within tolerance over 8 iterations" in proc.stdout
+
+
+def test_two_runners_the_last_is_the_reference(tmp_path):
+    proc = run_cli("run", MODEL, "--onnxrt", "--onnxrt", *SHAPES, "--iterations", "4", "--junit", tmp_path / "j")
+    assert proc.returncode == 0, proc.stderr
+    assert "over 4 iterations" in proc.stdout
+
+
+def test_nothing_to_compare_is_an_error(tmp_path):
+    proc = run_cli("run", MODEL, "--onnxrt", "--junit", tmp_path / "j")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "accuracy-gate: error: accuracy-gate run: nothing to compare against; give --load-outputs GOLDEN or a "
+        "second runner (e.g. --trt --onnxrt)."
+    )
+
+
+@pytest.mark.skipif(gpu_visible(), reason="a GPU is visible: the no-GPU error cannot fire")
+def test_trt_against_onnxrt_without_a_gpu_is_one_line(tmp_path):
+    proc = run_cli("run", MODEL, "--trt", "--onnxrt", "--junit", tmp_path / "j")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("accuracy-gate: error: No NVIDIA GPU is visible") and "--gpus" in line
