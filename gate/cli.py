@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
     )
     _add_comparison(run)
+    run.add_argument(
+        "--mark-all",
+        action="store_true",
+        help="also compare every intermediate tensor of the first and last runner on the first input, to find "
+        "the first layer that diverges (diagnostics only; the verdict comes from the unmodified model)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
     merge = sub.add_parser(
@@ -403,7 +409,25 @@ def run_run(args) -> int:
         val_range=parse_val_range(args.val_range),
         input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
     )
-    return _report(args, result, cfg.junit, (None, None, None))
+    code = _report(args, result, cfg.junit, (None, None, None))
+    if args.mark_all:
+        from gate.comparator.data_loader import DataLoader
+        from gate.data import open_tensor_set
+        from gate.job import model_io_names
+        from gate.layerwise import compare_layers, render_layers
+        from gate.run import model_input_metadata
+
+        if args.load_inputs:
+            feed = open_tensor_set(Path(args.load_inputs).resolve(), "input", model_io_names(cfg.model)[0])[0]
+        else:
+            feed = DataLoader(
+                seed=args.seed,
+                input_metadata=model_input_metadata(cfg.model),
+                val_range=parse_val_range(args.val_range),
+                input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
+            )[0]
+        print(render_layers(*compare_layers(cfg, feed)))
+    return code
 
 
 def run_record(args) -> int:

@@ -124,6 +124,7 @@ def trt_runner(cfg: GateConfig, name: str):
             ),
             workspace=trt.parse_size(settings["workspace"]) if "workspace" in settings else None,
             builder_optimization_level=settings.get("builder_optimization_level"),
+            outputs=settings.get("outputs"),
         )
     except GateError as err:
         raise GateError(f"{cfg.path}: [trt] {err}") from err

@@ -41,9 +41,13 @@ def test_golden_recorded_by_accuracy_gate_passes(tmp_path):
 
 
 def test_two_runners_the_last_is_the_reference(tmp_path):
-    proc = run_cli("run", MODEL, "--onnxrt", "--onnxrt", *SHAPES, "--iterations", "4", "--junit", tmp_path / "j")
+    proc = run_cli(
+        "run", MODEL, "--onnxrt", "--onnxrt", *SHAPES, "--iterations", "4", "--mark-all", "--junit", tmp_path / "j"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "over 4 iterations" in proc.stdout
+    assert "per-layer (onnxrt vs onnxrt-reference, 258 tensors in node order; diagnostics only)" in proc.stdout
+    assert "no tensor diverges beyond the tolerances" in proc.stdout
 
 
 def test_nothing_to_compare_is_an_error(tmp_path):
@@ -61,3 +65,41 @@ def test_trt_against_onnxrt_without_a_gpu_is_one_line(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("accuracy-gate: error: No NVIDIA GPU is visible") and "--gpus" in line
+
+
+def test_mark_all_finds_the_first_layer_that_diverges(tmp_path, monkeypatch):
+    # Two real onnxruntime runs of models that differ in one bias: the MatMul output still matches,
+    # the Add that uses the bias is the first tensor to diverge, and everything after it follows.
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from gate import layerwise
+    from gate.config import GateConfig
+
+    from conftest import make_small_model
+
+    model = make_small_model(tmp_path / "m.onnx")
+    changed = onnx.load(str(model))
+    bias = next(init for init in changed.graph.initializer if init.name == "b")
+    bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) + 0.5, "b"))
+    onnx.save(changed, str(tmp_path / "changed.onnx"))
+    real_runner = layerwise._mark_all_runner
+
+    def runner(kind, cfg, marked, name):
+        if name.endswith("reference"):  # the reference runs the changed model, all tensors marked too
+            marked = tmp_path / "changed_marked.onnx"
+            from gate.backend.trt.layerwise import onnx_with_outputs
+
+            onnx.save(onnx_with_outputs(onnx.load(str(tmp_path / "changed.onnx")), "*"), str(marked))
+        return real_runner(kind, cfg, marked, name)
+
+    monkeypatch.setattr(layerwise, "_mark_all_runner", runner)
+    cfg = GateConfig(path=tmp_path / "cli", model=model, inputs=tmp_path, golden=tmp_path, runners=["onnxrt", "onnxrt"])
+    feed = {"x": np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)}
+    runner_name, reference, rows = layerwise.compare_layers(cfg, feed)
+    assert (runner_name, reference) == ("onnxrt", "onnxrt-reference")
+    assert [(r.tensor, r.status) for r in rows] == [("xw", "pass"), ("pre", "FAIL"), ("y", "FAIL"), ("s", "FAIL")]
+    assert rows[1].max_absdiff == pytest.approx(0.5, abs=1e-6)
+    text = layerwise.render_layers(runner_name, reference, rows)
+    assert "first divergence: 'pre'" in text and "1 pass, 3 FAIL, 0 not produced" in text
