@@ -287,6 +287,226 @@ def test_gpu_variant_declares_the_same_inputs_and_forwards_every_one():
     assert not unforwarded, f"gpu/action.yml does not forward: {', '.join(unforwarded)}"
 
 
+# --- gpu/action.yml: the composite GPU variant ----------------------------------------------------
+
+GPU_GENERATOR = ROOT / "gpu" / "generate.py"
+GPU_EXTRA_INPUTS = ("image", "gpus", "docker_args")
+
+
+def load_gpu_action() -> dict:
+    return yaml.safe_load(GPU_ACTION_YML.read_text(encoding="utf-8"))
+
+
+def gpu_step() -> dict:
+    steps = load_gpu_action()["runs"]["steps"]
+    assert len(steps) == 1, "gpu/action.yml runs one step"
+    return steps[0]
+
+
+def test_gpu_action_is_generated_from_action_yml():
+    proc = run([sys.executable, str(GPU_GENERATOR), "--check"])
+    assert proc.returncode == 0, (
+        f"gpu/action.yml is out of date with action.yml; regenerate it with `python gpu/generate.py`\n{describe(proc)}"
+    )
+
+
+def test_gpu_action_matches_github_actions_schema():
+    proc = run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", "gpu/action.yml"])
+    assert proc.returncode == 0, describe(proc)
+
+
+def test_zizmor_finds_nothing_in_gpu_action():
+    proc = run([tool("zizmor"), "--offline", "--no-progress", "--format", "json", "gpu/action.yml"])
+    assert proc.returncode == 0, describe(proc)
+    findings = json.loads(proc.stdout)
+    assert findings == [], "zizmor findings:\n" + "\n".join(f"{f.get('ident')}: {f.get('desc')}" for f in findings)
+
+
+def test_actionlint_reads_gpu_action_as_a_local_action(tmp_path):
+    """actionlint lints action metadata only through a workflow that uses it: every input and output of
+    gpu/action.yml must be known to it, and an undeclared input must be reported (proof it read the file)."""
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / ".git").mkdir()  # actionlint resolves `uses: ./gpu` from the repository root it finds
+    shutil.copy2(GPU_ACTION_YML, tmp_path / "gpu" / "action.yml")
+    spec = load_gpu_action()["inputs"]
+    inputs = [name for name in spec if "deprecationMessage" not in spec[name]]  # actionlint warns on those
+    outputs = {f"OUT_{name.upper()}": f"${{{{ steps.gate.outputs.{name} }}}}" for name in OUTPUTS}
+
+    def lint(with_inputs: list[str]) -> subprocess.CompletedProcess:
+        workflow = {
+            "on": "pull_request",
+            "permissions": {},
+            "jobs": {
+                "gate": {
+                    "runs-on": "ubuntu-latest",
+                    "steps": [
+                        {"id": "gate", "uses": "./gpu", "with": {name: "x" for name in with_inputs}},
+                        {"run": "env | grep '^OUT_'", "env": outputs},
+                    ],
+                }
+            },
+        }
+        path = tmp_path / ".github" / "workflows" / "gate.yml"
+        path.write_text(yaml.safe_dump(workflow, sort_keys=False), encoding="utf-8")
+        return run([tool("actionlint"), "-no-color", "-shellcheck=", str(path)], cwd=tmp_path)
+
+    proc = lint(inputs)
+    assert proc.returncode == 0, describe(proc)
+    proc = lint(inputs + ["no_such_input"])
+    assert proc.returncode != 0 and "no_such_input" in proc.stdout, describe(proc)
+
+
+def test_gpu_action_is_a_composite_with_the_extra_inputs_and_mirrored_outputs():
+    gpu, action = load_gpu_action(), load_action()
+    assert gpu["runs"]["using"] == "composite"
+    assert list(gpu["inputs"]) == list(INPUTS) + list(GPU_EXTRA_INPUTS)
+    for name in INPUTS:
+        assert gpu["inputs"][name] == action["inputs"][name], f"input {name} differs from action.yml's"
+    assert gpu["inputs"]["gpus"]["default"] == "all"
+    assert "default" not in gpu["inputs"]["image"] and "default" not in gpu["inputs"]["docker_args"]
+    assert list(gpu["outputs"]) == list(OUTPUTS)
+    step = gpu_step()
+    assert step["shell"] == "bash"
+    for name in OUTPUTS:
+        assert gpu["outputs"][name]["description"] == action["outputs"][name]["description"], name
+        assert gpu["outputs"][name]["value"] == f"${{{{ steps.{step['id']}.outputs.{name} }}}}", name
+
+
+def test_gpu_step_forwards_every_input_through_env_and_only_by_name():
+    step = gpu_step()
+    env, script = step["env"], step["run"]
+    for name in INPUTS:
+        assert env.get(f"INPUT_{name.upper()}") == f"${{{{ inputs.{name} }}}}", f"env does not forward input {name}"
+    for name in GPU_EXTRA_INPUTS:
+        assert f"${{{{ inputs.{name} }}}}" in env.values(), f"env does not pass input {name} to the script"
+    # zizmor's template-injection rule: no expression inside the script, every value through env.
+    assert "${{" not in script
+    mentioned = re.findall(r"INPUT_[A-Z0-9_]+", script)
+    forwarded = re.findall(r"(?m)^\s*-e (INPUT_[A-Z0-9_]+) \\$", script)
+    assert sorted(forwarded) == sorted(f"INPUT_{name.upper()}" for name in INPUTS), "each input once, as -e NAME"
+    assert sorted(mentioned) == sorted(forwarded), "the script uses an INPUT_* other than as `-e NAME`"
+    # GPU-variant inputs never reach the container as INPUT_*
+    assert not any(f"INPUT_{name.upper()}" in env for name in GPU_EXTRA_INPUTS)
+
+
+# The fake `docker` records each call (argv and the value of every `-e NAME` it was given) as one JSON
+# line; `docker build --iidfile F` writes an image ID to F; `docker run` exits with $FAKE_DOCKER_EXIT.
+FAKE_DOCKER = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+env = {{}}
+for flag, value in zip(args, args[1:]):
+    if flag == "-e" and "=" not in value:
+        env[value] = os.environ.get(value)
+with open(os.environ["FAKE_DOCKER_LOG"], "a", encoding="utf-8") as log:
+    log.write(json.dumps({{"args": args, "env": env}}) + "\\n")
+if args[0] == "build":
+    with open(args[args.index("--iidfile") + 1], "w", encoding="utf-8") as f:
+        f.write("sha256:0123abcd")
+    sys.exit(0)
+sys.exit(int(os.environ.get("FAKE_DOCKER_EXIT", "0")))
+"""
+
+
+def run_gpu_step(tmp_path, with_values: dict, *, workspace=None, docker_exit=0):
+    """Run the composite step's script as the runner does (``bash --noprofile --norc -eo pipefail``),
+    its env evaluated from ``with_values`` and the inputs' defaults, with a fake ``docker`` on PATH."""
+    spec, step = load_gpu_action()["inputs"], gpu_step()
+    values = {name: str(s.get("default", "")) for name, s in spec.items()}
+    values["github_token"] = "ghs_fake token"
+    values.update(with_values)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_", "RUNNER_", "GATE_"))}
+    for var, expr in step["env"].items():
+        match = re.fullmatch(r"\$\{\{ inputs\.(\w+) \}\}", expr)
+        assert match, f"env {var}: {expr!r} is not an input"
+        env[var] = values[match[1]]
+    bin_dir, temp = tmp_path / "bin", tmp_path / "runner_temp"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable), encoding="utf-8")
+    (bin_dir / "docker").chmod(0o755)
+    commands, elsewhere = temp / "_runner_file_commands", tmp_path / "elsewhere" / "_github_workflow"
+    for folder in (commands, elsewhere, tmp_path / "workspace"):
+        folder.mkdir(parents=True)
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
+        FAKE_DOCKER_EXIT=str(docker_exit),
+        GITHUB_WORKSPACE=workspace or str(tmp_path / "workspace"),
+        GITHUB_ACTION_PATH=str(GPU_ACTION_YML.parent),
+        RUNNER_TEMP=str(temp),
+        GITHUB_OUTPUT=str(commands / "set_output_1"),
+        GITHUB_STEP_SUMMARY=str(commands / "step_summary_1"),
+        GITHUB_EVENT_PATH=str(elsewhere / "event.json"),  # outside RUNNER_TEMP: must be mounted too
+        GITHUB_REPOSITORY="octo/repo",
+        GITHUB_EVENT_NAME="pull_request",
+    )
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"], encoding="utf-8")
+    proc = run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, cwd=tmp_path)
+    log = tmp_path / "docker.log"
+    calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+    return proc, calls, env
+
+
+def mounts(args: list[str]) -> list[str]:
+    return [value for flag, value in zip(args, args[1:]) if flag == "-v"]
+
+
+def test_gpu_step_builds_the_image_and_runs_it_with_gpus_mounts_and_every_input(tmp_path):
+    tricky = 'a b "c" $(touch pwned) `id` ; x'
+    proc, calls, env = run_gpu_step(
+        tmp_path, {"config": "models/m/gate.toml", "title": tricky, "docker_args": "--shm-size=1g\n --ipc=host"}
+    )
+    assert proc.returncode == 0, describe(proc)
+    assert not (tmp_path / "pwned").exists()
+    build, docker_run = calls
+    assert build["args"][0] == "build" and build["args"][-1] == f"{GPU_ACTION_YML.parent}/.."
+    args = docker_run["args"]
+    assert args[0] == "run" and args[-1] == "sha256:0123abcd", "runs the image it built, by ID"
+    assert args[-3:-1] == ["--shm-size=1g", "--ipc=host"], "docker_args, split, just before the image"
+    assert "--rm" in args and args[args.index("--workdir") + 1] == "/github/workspace"
+    assert args[args.index("--gpus") + 1] == "all"
+    temp, event_folder = env["RUNNER_TEMP"], os.path.dirname(env["GITHUB_EVENT_PATH"])
+    assert mounts(args) == [
+        f"{env['GITHUB_WORKSPACE']}:/github/workspace",
+        f"{temp}:{temp}",
+        f"{event_folder}:{event_folder}",
+    ]
+    assert "GITHUB_WORKSPACE=/github/workspace" in args and "GITHUB_ACTIONS=true" in args
+    forwarded = docker_run["env"]
+    for name in INPUTS:
+        assert f"INPUT_{name.upper()}" in forwarded, f"input {name} is not forwarded"
+    assert forwarded["INPUT_CONFIG"] == "models/m/gate.toml"
+    assert forwarded["INPUT_TITLE"] == tricky, "a value reaches the container unchanged"
+    assert forwarded["INPUT_MODE"] == "check" and forwarded["INPUT_MODEL"] == ""
+    assert not any(tricky in a or "ghs_fake" in a for a in args), "values must not be on the command line"
+    for var in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "GITHUB_EVENT_NAME"):
+        assert forwarded[var] == env[var], var
+
+
+def test_gpu_step_runs_a_given_image_without_gpus_and_passes_the_exit_code(tmp_path):
+    proc, calls, _ = run_gpu_step(
+        tmp_path, {"image": "docker://ghcr.io/o/accuracy-gate@sha256:beef", "gpus": ""}, docker_exit=1
+    )
+    assert proc.returncode == 1, describe(proc)
+    [docker_run] = calls
+    assert docker_run["args"][-1] == "ghcr.io/o/accuracy-gate@sha256:beef"
+    assert "--gpus" not in docker_run["args"]
+
+
+def test_gpu_step_explains_a_container_that_could_not_start(tmp_path):
+    proc, _, _ = run_gpu_step(tmp_path, {"image": "img"}, docker_exit=125)
+    assert proc.returncode == 2, describe(proc)
+    assert "::error" in proc.stdout and "NVIDIA Container Toolkit" in proc.stdout
+
+
+def test_gpu_step_refuses_a_job_container(tmp_path):
+    proc, calls, _ = run_gpu_step(tmp_path, {"image": "img"}, workspace="/__w/repo/repo")
+    assert proc.returncode == 2 and calls == [], describe(proc)
+    assert "container:" in proc.stdout
+
+
 # --- the image's install step, replayed ------------------------------------------------------------
 
 
