@@ -277,7 +277,11 @@ def _run_gate(environ, settings: Settings) -> tuple[GateResult, object]:
     baseline = _load_baseline(settings)
     config = actions.workspace_path("config", settings.config, environ)
     cfg = load_config(config, overrides_from_inputs(environ))
-    result = check(cfg, settings.shard, partial=settings.partial_path is not None)
+    try:
+        result = check(cfg, settings.shard, partial=settings.partial_path is not None)
+    finally:
+        if "trt" in cfg.runners:  # engines and timing caches written into the workspace
+            _chown_tree_to_workspace_owner(cfg.trt.get("cache_dir", ".accuracy-gate-cache/trt"), environ)
     if settings.partial_path is not None:
         path = write_partial(result.run, settings.partial_path)
         _chown_to_workspace_owner(path, environ)
@@ -352,6 +356,17 @@ def _chown_to_workspace_owner(path, environ) -> None:
             os.chown(path, owner.st_uid, owner.st_gid)
     except OSError as err:
         actions.warning(f"Could not hand {path} to the workspace owner: {err}")
+
+
+def _chown_tree_to_workspace_owner(folder, environ) -> None:
+    """``_chown_to_workspace_owner`` for every file and folder below ``folder`` (e.g. the engine cache)."""
+    folder = os.path.abspath(folder)
+    if not os.path.isdir(folder):
+        return
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            _chown_to_workspace_owner(os.path.join(root, name), environ)
+    _chown_to_workspace_owner(folder, environ)
 
 
 def _created_parents(path, workspace):
