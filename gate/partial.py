@@ -51,7 +51,7 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
-from gate.results import ERROR, GateResult, finish_rows, gate_result, verdicts
+from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, verdicts
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
@@ -310,21 +310,6 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
 # --- the file --------------------------------------------------------------------------------------
 
 
-def _num(value):
-    if value is None:
-        return None
-    value = float(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
-
-
-def _int(value):
-    return None if value is None else int(value)
-
-
 def _output_columns(name: str, samples) -> dict:
     """The columns of one output: ``samples`` is ``[(golden index, OutputCompareResult)]``."""
     thresholds, table = [], {}
@@ -344,16 +329,16 @@ def _output_columns(name: str, samples) -> dict:
             key = (threshold.check_error_stat, float(threshold.atol), float(threshold.rtol))
             if key not in table:
                 table[key] = len(thresholds)
-                thresholds.append({"stat": key[0], "atol": _num(key[1]), "rtol": _num(key[2])})
+                thresholds.append({"stat": key[0], "atol": json_number(key[1]), "rtol": json_number(key[2])})
             column["threshold"].append(table[key])
         for metric in METRIC_FIELDS:
-            column[metric].append(_num(getattr(result, metric)))
+            column[metric].append(json_number(getattr(result, metric)))
         column["passed"].append(None if result.passed is None else bool(result.passed))
         column["error"].append(None if result.error is None else str(result.error))
-        column["mismatch_count"].append(_int(result.mismatch_count))
+        column["mismatch_count"].append(json_int(result.mismatch_count))
         column["worst_index"].append(None if result.worst_index is None else [int(i) for i in result.worst_index])
-        column["num_elements"].append(_int(result.num_elements))
-        column["zero_reference_count"].append(_int(result.zero_reference_count))
+        column["num_elements"].append(json_int(result.num_elements))
+        column["zero_reference_count"].append(json_int(result.zero_reference_count))
         column["dtypes"].append(None if result.dtypes is None else [str(d) for d in result.dtypes])
         column["shapes"].append(None if result.shapes is None else [[int(d) for d in shape] for shape in result.shapes])
         column["names"].append([result.output0_name, result.output1_name])
@@ -386,7 +371,7 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "where": {str(k): v for k, v in sorted(run.where.items())},
         "stopped": run.stopped,
         "aggregation": run.accuracy.aggregation,
-        "duration_s": _num(run.duration_s),
+        "duration_s": json_number(run.duration_s),
         "facts": {str(k): str(v) for k, v in run.facts.items()},
         "pairs": pairs,
     }

@@ -293,3 +293,20 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         row.passed = bool(averaged)
         row.abs_value, row.rel_value = _stat_values(averaged, threshold.check_error_stat)
     return row
+
+
+def json_number(value) -> float | str | None:
+    """A float for strict JSON: itself (``repr`` round-trips exactly), or ``"NaN"`` / ``"Infinity"`` /
+    ``"-Infinity"``, or None. Shared by the results file and the partial-result file."""
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def json_int(value) -> int | None:
+    return None if value is None else int(value)

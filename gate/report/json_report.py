@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
-from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict
+from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
@@ -59,38 +59,23 @@ _STAT = re.compile(r"[A-Za-z0-9_.\- ()]{1,64}")
 _DTYPE = re.compile(r"[A-Za-z0-9_.\[\]<>|=]{1,64}")
 
 
-def _num(value: float | None) -> float | str | None:
-    if value is None:
-        return None
-    value = float(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
-
-
-def _int(value) -> int | None:
-    return None if value is None else int(value)
-
-
 def _row(row: OutputVerdict) -> dict[str, Any]:
     return {
         "pair": [str(row.pair[0]), str(row.pair[1])],
         "output": str(row.output),
         "passed": bool(row.passed),
         "stat": row.stat,
-        "atol": _num(row.atol),
-        "rtol": _num(row.rtol),
-        "abs_value": _num(row.abs_value),
-        "rel_value": _num(row.rel_value),
+        "atol": json_number(row.atol),
+        "rtol": json_number(row.rtol),
+        "abs_value": json_number(row.abs_value),
+        "rel_value": json_number(row.rel_value),
         "iterations": int(row.iterations),
         "failed_iterations": int(row.failed_iterations),
-        "worst_iteration": _int(row.worst_iteration),
+        "worst_iteration": json_int(row.worst_iteration),
         "worst_index": None if row.worst_index is None else [int(i) for i in row.worst_index],
-        "mismatch_count": _int(row.mismatch_count),
-        "num_elements": _int(row.num_elements),
-        "zero_reference_count": _int(row.zero_reference_count),
+        "mismatch_count": json_int(row.mismatch_count),
+        "num_elements": json_int(row.num_elements),
+        "zero_reference_count": json_int(row.zero_reference_count),
         "averaged": bool(row.averaged),
         "error": row.error,
         "dtypes": None if row.dtypes is None else [str(d) for d in row.dtypes],
@@ -103,8 +88,8 @@ def _baseline_fields(row: OutputVerdict) -> dict[str, Any]:
     that a report without one stays as it was."""
     fields: dict[str, Any] = {}
     if row.baseline_found:
-        fields["baseline_abs_value"] = _num(row.baseline_abs)
-        fields["baseline_rel_value"] = _num(row.baseline_rel)
+        fields["baseline_abs_value"] = json_number(row.baseline_abs)
+        fields["baseline_rel_value"] = json_number(row.baseline_rel)
     if row.regressed is not None:
         fields["within_tolerance"] = row.within_tolerance
         fields["regressed"] = bool(row.regressed)
@@ -129,7 +114,7 @@ def report_document(result: GateResult, commit: str | None = None, comment_key: 
         "model": result.model,
         "title": result.title,
         "iterations": int(result.iterations),
-        "duration_s": _num(result.duration_s),
+        "duration_s": json_number(result.duration_s),
         "commit": commit,
         "comment_key": comment_key,
         "failed_outputs": result.failed_outputs,
@@ -155,9 +140,9 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _largest(high: int, fits) -> int:
-    """The largest n in [0, high] with fits(n) (fits is monotone; n = 0 is taken when nothing fits)."""
-    low = 0
+def largest_fitting(low: int, high: int, fits) -> int:
+    """The largest n in [low, high] with fits(n), assuming fits is monotone (low is taken when nothing
+    larger fits). Used to cut reports to a size budget."""
     while low < high:
         mid = (low + high + 1) // 2
         if fits(mid):
@@ -181,13 +166,17 @@ def dumps_within(document: dict[str, Any], limit: int) -> str:
         return dumps(document)
     doc = {**document, "rows_truncated": True}
     failed = [row for row in document["rows"] if not row["passed"]]
-    doc["rows"] = failed[: _largest(len(failed), lambda n: size({**doc, "rows": failed[:n]}) <= limit)]
+    doc["rows"] = failed[: largest_fitting(0, len(failed), lambda n: size({**doc, "rows": failed[:n]}) <= limit)]
     if size(doc) <= limit:
         return dumps(doc)
     names = document["failed_outputs"]
-    doc["failed_outputs"] = names[: _largest(len(names), lambda n: size({**doc, "failed_outputs": names[:n]}) <= limit)]
+    doc["failed_outputs"] = names[
+        : largest_fitting(0, len(names), lambda n: size({**doc, "failed_outputs": names[:n]}) <= limit)
+    ]
     message = document["message"]
-    doc["message"] = message[: _largest(len(message), lambda n: size({**doc, "message": message[:n]}) <= limit)]
+    doc["message"] = message[
+        : largest_fitting(0, len(message), lambda n: size({**doc, "message": message[:n]}) <= limit)
+    ]
     return dumps(doc)
 
 

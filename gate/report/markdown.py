@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from gate.report.chart import caption, chart, has_baseline_series
+from gate.report.json_report import largest_fitting
 from gate.report.text import headers_of, rows_of, scope_line
 from gate.results import PASSED, REGRESSED, GateResult
 
@@ -180,17 +181,6 @@ def _note(
     return f"> **Shortened** to fit GitHub's size limit: {'; '.join(left_out)}. The full report is in {more_at}."
 
 
-def _largest(low: int, high: int, fits) -> int:
-    """The largest n in [low, high] with fits(n), assuming fits is monotone and fits(low) holds."""
-    while low < high:
-        mid = (low + high + 1) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
 def render_markdown(
     result: GateResult,
     run_url: str | None = None,
@@ -230,7 +220,7 @@ def render_markdown(
         return _utf8_len(candidate) <= budget
 
     if parts.charts and fits(text(parts.message, everything, len(parts.failures), True, charts=0)):
-        kept = _largest(
+        kept = largest_fitting(
             0, len(parts.charts), lambda n: fits(text(parts.message, everything, len(parts.failures), True, charts=n))
         )
         return text(parts.message, everything, len(parts.failures), True, charts=kept)
@@ -239,7 +229,7 @@ def render_markdown(
     if fits(candidate):
         return candidate
     if fits(text(parts.message, everything, 0, False)):
-        kept = _largest(0, len(parts.failures), lambda n: fits(text(parts.message, everything, n, False)))
+        kept = largest_fitting(0, len(parts.failures), lambda n: fits(text(parts.message, everything, n, False)))
         return text(parts.message, everything, kept, False)
     # Table rows: failing rows are kept longest; the table stays in its original order.
     priority = [i for i in everything if parts.row_failing[i]] + [i for i in everything if not parts.row_failing[i]]
@@ -248,7 +238,7 @@ def render_markdown(
         return sorted(priority[:n])
 
     if fits(text(parts.message, [], 0, False)):
-        kept = _largest(0, len(priority), lambda n: fits(text(parts.message, rows(n), 0, False)))
+        kept = largest_fitting(0, len(priority), lambda n: fits(text(parts.message, rows(n), 0, False)))
         return text(parts.message, rows(kept), 0, False)
     # Even the verdict alone is too long (a huge message): cut the message, never the verdict label.
     label, _, words = parts.message.partition(": ")
@@ -257,6 +247,6 @@ def render_markdown(
         return f"{label}: {words[:n].rstrip(chr(92))}…"
 
     if fits(text(cut_message(0), [], 0, False, cut=True)):
-        n = _largest(0, len(words), lambda n: fits(text(cut_message(n), [], 0, False, cut=True)))
+        n = largest_fitting(0, len(words), lambda n: fits(text(cut_message(n), [], 0, False, cut=True)))
         return text(cut_message(n), [], 0, False, cut=True)
     return full.encode("utf-8")[: max(budget, 0)].decode("utf-8", "ignore")
