@@ -179,6 +179,29 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
         from gate.partial import default_partial_name
 
         settings.partial_path = actions.workspace_path("partial_path", default_partial_name(settings.shard), environ)
+    # Inputs that only mean something in another mode are mistakes (a merge job copied from a matrix
+    # leg with `shard` still set would otherwise report a regression as a shard's green check).
+    check_only = (
+        "shard",
+        "model",
+        "inputs",
+        "golden",
+        "runners",
+        "execution_providers",
+        "graph_optimization_level",
+        "atol",
+        "rtol",
+        "check_error_stat",
+        "check_average",
+        "infinities_compare_equal",
+        "validate",
+    )
+    if settings.mode != "check":
+        given = [name for name in check_only if _get(name, environ)]
+        if given:
+            errors.append(
+                GateError(f"Input `{given[0]}` applies only to `mode: check`, not `mode: {settings.mode}`; remove it.")
+            )
     for name in REQUIRED[settings.mode]:
         if not _get(name, environ):
             what = {

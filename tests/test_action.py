@@ -1111,3 +1111,13 @@ def test_huge_report_fits_the_comment_and_github_never_answers_422(workspace, fa
     # The job summary (1 MiB) holds every row.
     assert len(run.summary.encode("utf-8")) <= gh_actions.STEP_SUMMARY_LIMIT
     assert sum(line.startswith("| `detection/") for line in run.summary.splitlines()) == 6000
+
+
+@pytest.mark.parametrize("name, value", [("shard", "1/2"), ("atol", "1"), ("runners", "trt")])
+def test_check_only_inputs_in_merge_mode_are_an_error(workspace, fake, name, value):
+    # A merge job copied from a matrix leg with `shard` still set must not turn a regression green.
+    run = workspace.run(INPUT_MODE="merge", INPUT_PARTIAL_PATH="parts", **{f"INPUT_{name.upper()}": value})
+    assert run.code == 2
+    assert any(
+        f"Input `{name}` applies only to `mode: check`, not `mode: merge`" in line for line in run.lines("::error")
+    )
