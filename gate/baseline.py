@@ -116,6 +116,11 @@ def load_baseline(paths) -> Baseline:
     schemas = {doc.get("schema") for _, doc in documents}
     if schemas == {REPORT} and len(documents) == 1:
         result = read_untrusted_report(files[0]).result
+        if (result.scope or "").startswith("shard "):
+            raise GateError(
+                f"{files[0]}: this results file covers only {result.scope}; use the merged run's results file "
+                "(or every shard's partial result files) as the baseline."
+            )
     elif schemas == {PARTIAL}:
         run = merge_runs([(str(path), read_partial(path, doc)) for path, doc in documents])
         result = result_of(run)
@@ -164,6 +169,14 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
             f"{baseline.source}: the baseline is for model {baseline.model}, this run is for {result.model}; "
             "use a baseline of the same gate."
         )
+    if isinstance(margins, dict):
+        outputs = {row.output for row in result.rows}
+        unknown = [name for name in margins if name and name not in outputs]
+        if unknown:
+            raise GateError(
+                f"regression_margin names output '{unknown[0]}', which this run does not have; its outputs are "
+                f"{sorted(outputs)}."
+            )
     matched = 0
     for row in result.rows:
         base = baseline.rows.get((tuple(row.pair), row.output))

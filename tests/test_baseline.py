@@ -312,3 +312,20 @@ def test_action_inputs_baseline_fail_on_and_margin(gate, tmp_path, capsys, monke
     assert code == 2 and "needs input `baseline`" in doc["message"]
     code, doc = action(baseline=baseline, regression_margin="1")
     assert code == 2 and "applies only with `fail_on: regression`" in doc["message"]
+
+
+def test_one_shards_results_file_is_not_a_baseline_and_margins_name_real_outputs(tmp_path):
+    from gate.baseline import Baseline, apply_baseline, load_baseline
+    from gate.errors import GateError
+    from gate.report.json_report import write_report
+    from gate.results import GateResult, OutputVerdict
+
+    result = GateResult(model="m.onnx", status="passed", message="ok", iterations=4,
+                        rows=[OutputVerdict(("onnxrt", "golden"), "y", True, stat="max", abs_value=0.0)])  # fmt: skip
+    result.scope = "shard 1/2: 4 of 8 iterations"
+    write_report(result, tmp_path / "shard.json")
+    with pytest.raises(GateError, match="covers only shard 1/2: 4 of 8 iterations; use the merged run"):
+        load_baseline(tmp_path / "shard.json")
+    baseline = Baseline(source="b.json", model="m.onnx", rows={}, description="b")
+    with pytest.raises(GateError, match="regression_margin names output 'nosuch', which this run does not have"):
+        apply_baseline(result, baseline, "regression", {"": 0.1, "nosuch": 0.2})
