@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import traceback
@@ -101,8 +102,19 @@ def _add_comparison(parser):
     parser.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's one-line errors (exit 2) instead of the whole usage text."""
+
+    def error(self, message):
+        self.exit(
+            EXIT_ERROR,
+            f"accuracy-gate: error: {self.prog.removeprefix('accuracy-gate ')}: {message} "
+            f"(see '{self.prog} --help').\n",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="accuracy-gate",
         description="Run a model over stored inputs and compare every output with golden outputs.",
     )
@@ -138,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--load-outputs", "--load-results", metavar="PATH", help="golden outputs (file or folder)")
     run.add_argument("--load-inputs", metavar="PATH", help="stored inputs (file or folder) instead of synthetic ones")
     run.add_argument("--iterations", "--iters", type=int, metavar="N", help="synthetic iterations (default 1)")
-    run.add_argument("--seed", type=int, default=1, help="seed of the synthetic inputs (default 1, as Polygraphy)")
+    run.add_argument("--seed", type=int, help="seed of the synthetic inputs (default 1, as Polygraphy)")
     run.add_argument("--val-range", nargs="+", metavar="[NAME:][LO,HI]", help="synthetic value ranges")
     run.add_argument(
         "--execution-providers", nargs="+", metavar="EP", help="ONNX Runtime execution providers, in priority order"
@@ -147,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
     )
     _add_comparison(run)
+    run.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     run.add_argument(
         "--mark-all",
         action="store_true",
@@ -356,6 +369,26 @@ def _report(args, result, junit, baseline) -> int:
     return result.exit_code
 
 
+def _check_run_args(args, model_inputs) -> None:
+    """``run``'s flags that contradict each other or name inputs the model lacks: one-line errors."""
+    if args.load_inputs and (args.seed is not None or args.val_range or args.iterations is not None):
+        given = "--seed" if args.seed is not None else "--val-range" if args.val_range else "--iterations"
+        raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")
+    if args.iterations is not None and args.iterations < 1:
+        raise GateError(f"--iterations must be at least 1, got {args.iterations}.")
+    if args.mark_all and len(args.runner_flags or ["onnxrt"]) < 2:
+        raise GateError("--mark-all compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
+    for flag, names in (("--val-range", args.val_range or []), ("--input-shapes", args.input_shapes or [])):
+        seen = set()
+        for entry in names:
+            name = entry.rpartition(":")[0]
+            if name in seen:
+                raise GateError(f"{flag}: input '{name or '(default)'}' is given twice.")
+            seen.add(name)
+            if name and name not in model_inputs:
+                raise GateError(f"{flag}: the model has no input '{name}'; its inputs are {model_inputs}.")
+
+
 def parse_val_range(values) -> dict | None:
     """``polygraphy run --val-range``: ``[lo,hi]`` entries, optionally ``name:[lo,hi]`` (split on the
     last ``:``); a bare range is the ``""`` default."""
@@ -370,6 +403,8 @@ def parse_val_range(values) -> dict | None:
             low, high = (float(part) for part in text.strip().strip("[]").split(","))
         except ValueError as err:
             raise GateError(f"--val-range: cannot read {entry!r}; expected [LO,HI] or NAME:[LO,HI].") from err
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            raise GateError(f"--val-range: {entry!r} must be two finite bounds with LO <= HI.")
         ranges[name] = (low, high)
     return ranges
 
@@ -377,8 +412,10 @@ def parse_val_range(values) -> dict | None:
 def run_run(args) -> int:
     from gate.backend.trt.settings import parse_shape_args
     from gate.config import GateConfig, parse_per_output
+    from gate.job import model_io_names
     from gate.run import run
 
+    _check_run_args(args, model_io_names(Path(args.model).resolve())[0])
     trt = {key: value for key, value in trt_overrides(args).items() if value is not None}
     cfg = GateConfig(
         path=Path("accuracy-gate run"),
@@ -405,7 +442,7 @@ def run_run(args) -> int:
         load_inputs=args.load_inputs,
         load_outputs=args.load_outputs,
         iterations=args.iterations,
-        seed=args.seed,
+        seed=1 if args.seed is None else args.seed,
         val_range=parse_val_range(args.val_range),
         input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
     )
@@ -421,7 +458,7 @@ def run_run(args) -> int:
             feed = open_tensor_set(Path(args.load_inputs).resolve(), "input", model_io_names(cfg.model)[0])[0]
         else:
             feed = DataLoader(
-                seed=args.seed,
+                seed=1 if args.seed is None else args.seed,
                 input_metadata=model_input_metadata(cfg.model),
                 val_range=parse_val_range(args.val_range),
                 input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
@@ -451,6 +488,9 @@ def main(argv=None) -> int:
         if verbose:
             traceback.print_exc()
         print(f"accuracy-gate: error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:  # e.g. `accuracy-gate check ... | head`: the reader went away
+        sys.stderr.close()
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("accuracy-gate: interrupted", file=sys.stderr)

@@ -92,6 +92,11 @@ def run(
         if load_outputs is not None:
             golden = Path(load_outputs).resolve()
             count = len(open_tensor_set(golden, "output", output_names))
+            if iterations is not None and iterations != count:
+                raise GateError(
+                    f"{golden}: holds {count} golden iterations but --iterations asks for {iterations} (D6: counts "
+                    "must match; leave --iterations out to use the golden count)."
+                )
         else:
             golden = scratch / "golden"
             count = iterations or 1

@@ -103,3 +103,38 @@ def test_mark_all_finds_the_first_layer_that_diverges(tmp_path, monkeypatch):
     assert rows[1].max_absdiff == pytest.approx(0.5, abs=1e-6)
     text = layerwise.render_layers(runner_name, reference, rows)
     assert "first divergence: 'pre'" in text and "1 pass, 3 FAIL, 0 not produced" in text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("--onnxrt", "--onnxrt", "--val-range", "y:[0,1]"),
+            "--val-range: the model has no input 'y'; its inputs are ['x']",
+        ),
+        (("--onnxrt", "--onnxrt", "--val-range", "[0,inf]"), "must be two finite bounds with LO <= HI"),
+        (("--onnxrt", "--onnxrt", *SHAPES, "x:[1,3,48,96]"), "--input-shapes: input 'x' is given twice"),
+        (("--onnxrt", "--load-outputs", EXAMPLE / "data", "--mark-all"), "--mark-all compares two runners"),
+        (("--onnxrt", "--load-inputs", EXAMPLE / "data", "--seed", "3"), "--seed shapes synthetic inputs"),
+        (("--onnxrt", "--onnxrt", "--iterations", "0"), "--iterations must be at least 1, got 0"),
+        (
+            ("--onnxrt", "--seed", "abc"),
+            "run: argument --seed: invalid int value: 'abc' (see 'accuracy-gate run --help')",
+        ),
+        (("--onnxrt", "--load-inputs", EXAMPLE / "data", "--load-outputs", EXAMPLE / "data", "--atol", "x:1"), "x"),
+    ],
+)
+def test_run_flag_mistakes_are_one_line(tmp_path, args, message):
+    proc = run_cli("run", MODEL, *args, "--junit", tmp_path / "j")
+    assert proc.returncode == 2, proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("accuracy-gate: error: ") and message in line, line
+
+
+def test_iterations_must_match_the_loaded_golden_count(tmp_path):
+    data = EXAMPLE / "data"
+    proc = run_cli(
+        "run", MODEL, "--onnxrt", "--load-outputs", data, *SHAPES, "--iterations", "3", "--junit", tmp_path / "j"
+    )
+    assert proc.returncode == 2
+    assert "holds 8 golden iterations but --iterations asks for 3" in proc.stderr
