@@ -567,10 +567,14 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
     report_path = str(settings.report_path)
     written: dict[str, str] = {}
 
+    lost: list[str] = []  # evidence files the user asked for that could not be written
+
     def warn(step, err):
         if verbose:
             traceback.print_exception(err)
         actions.warning(f"Could not write the {step}: {err}")
+        if step in ("JUnit report", "results file"):
+            lost.append(f"{step}: {err}")
 
     if settings.partial_path is not None and settings.mode == "check" and result.run is not None:
         written["partial_path"] = _workspace_relative(settings.partial_path, environ)
@@ -638,6 +642,12 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
         sys.stdout.flush()
         return 0
     _final_line(result)
+    if lost and result.exit_code == 0:
+        # The job summary and PR comment may fail without changing the verdict; a JUnit or results
+        # file the workflow asked for may not: a green check without its evidence is not a pass.
+        actions.error(f"could not evaluate: the {lost[0]}", title="accuracy-gate")
+        sys.stdout.flush()
+        return 2
     sys.stdout.flush()
     return result.exit_code
 

@@ -1121,3 +1121,11 @@ def test_check_only_inputs_in_merge_mode_are_an_error(workspace, fake, name, val
     assert any(
         f"Input `{name}` applies only to `mode: check`, not `mode: merge`" in line for line in run.lines("::error")
     )
+
+
+def test_an_unwritable_junit_path_is_not_a_pass(workspace, fake):
+    (workspace.root / "reports_dir").mkdir()
+    run = workspace.run(INPUT_JUNIT_PATH=str(workspace.root / "reports_dir"))
+    assert run.code == 2
+    assert any("Could not write the JUnit report" in line for line in run.lines("::warning"))
+    assert run.final.startswith("::error title=accuracy-gate::could not evaluate: the JUnit report")
