@@ -313,6 +313,10 @@ def run_check(args) -> int:
     from gate.partial import parse_shard, write_partial
 
     shard = parse_shard(args.shard) if args.shard is not None else None
+    if shard is not None and shard.count > 1 and not args.write_partial:
+        from gate.partial import default_partial_name
+
+        args.write_partial = default_partial_name(shard)  # a shard's results only count once merged
     baseline = _baseline(args)
     cfg = load_config(args.config, overrides_from_args(args))
     result = check(cfg, shard, partial=bool(args.write_partial))

@@ -95,6 +95,7 @@ class GateConfig:
     infinities_compare_equal: bool = True
     validate: bool = False
     trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
+    reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)
     junit: Path = Path("accuracy-gate-junit.xml")
     title: str = ""
 

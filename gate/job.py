@@ -325,7 +325,7 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     inputs, golden = views
     progress = _Progress(inputs, golden, input_names)
     stream = Comparator.run(
-        [*runners, GoldenRunner(golden, name="golden")], data_loader=progress.feed(), streaming=True
+        [*runners, GoldenRunner(golden, name=cfg.reference_name)], data_loader=progress.feed(), streaming=True
     )
     if cfg.validate:
         stream = Comparator.validate(stream, check_nan=True)
@@ -371,6 +371,11 @@ def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str
     input_<K>.pb); any other layout needs a golden folder of its own."""
     shared = cfg.golden.resolve() == Path(cfg.inputs).resolve()
     if shared and (golden_layout != MODEL_ZOO or inputs_layout != MODEL_ZOO):
+        if golden_layout == MODEL_ZOO:  # model-zoo golden files beside inputs of another layout
+            raise GateError(
+                f"{cfg.path}: output_<K>.pb files can sit beside the inputs only when the inputs are in the ONNX "
+                f'model-zoo layout too, but {cfg.inputs} holds {inputs_layout} inputs; set golden = "golden".'
+            )
         raise GateError(
             f"{cfg.path}: golden outputs in the {golden_layout} layout need a folder of their own, but 'golden' is "
             f'the inputs folder {cfg.inputs}; set golden = "golden" (only the ONNX model-zoo layout keeps '

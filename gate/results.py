@@ -246,7 +246,7 @@ def gate_result(model, title, rows, iterations, duration, facts) -> GateResult:
         )
     return GateResult(
         status=PASSED,
-        message=f"{len(rows)} of {len(rows)} outputs within tolerance over {iterations} iterations",
+        message=f"{len(rows)} of {len(rows)} outputs within tolerance over {plural(iterations, 'iteration')}",
         **common,
     )
 
@@ -310,3 +310,8 @@ def json_number(value) -> float | str | None:
 
 def json_int(value) -> int | None:
     return None if value is None else int(value)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 iteration``, ``8 iterations``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -108,7 +108,7 @@ def run(
         if load_outputs is None:
             reference = runners.pop()
             record(replace(cfg, reference_runner=reference), layout="npz")
-            cfg = replace(cfg, runners=runners)
+            cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
         return check(cfg)
 
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from gate.report.chart import caption, chart, has_baseline_series
 from gate.report.json_report import largest_fitting
 from gate.report.text import headers_of, rows_of, scope_line
-from gate.results import PASSED, REGRESSED, GateResult
+from gate.results import PASSED, REGRESSED, GateResult, plural
 
 MAX_CHARTS = 6
 """Outputs that get a distribution chart (failing ones first); the others are counted in a note."""
@@ -84,7 +84,7 @@ class _Parts:
 def _parts(result: GateResult, run_url: str | None, commit: str | None) -> _Parts:
     icon = _ICONS.get(result.status, "⚠️")
     title = md_text(result.title or f"Accuracy gate: {result.model}")
-    where = f"{result.iterations} iterations"
+    where = plural(result.iterations, "iteration")
     scope = scope_line(result)
     if scope:
         where += f" · {md_text(scope)}"

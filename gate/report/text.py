@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gate.results import GateResult, fmt, fmt_delta
+from gate.results import GateResult, fmt, fmt_delta, plural
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
@@ -71,7 +71,7 @@ def render_text(result: GateResult) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     pairs = sorted({f"{row.pair[0]} vs {row.pair[1]}" for row in result.rows})
-    header = f"accuracy-gate: {result.model}, {result.iterations} iterations" + (
+    header = f"accuracy-gate: {result.model}, {plural(result.iterations, 'iteration')}" + (
         f", {', '.join(pairs)}" if pairs else ""
     )
     scope = scope_line(result)
