@@ -181,21 +181,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
         settings.partial_path = actions.workspace_path("partial_path", default_partial_name(settings.shard), environ)
     # Inputs that only mean something in another mode are mistakes (a merge job copied from a matrix
     # leg with `shard` still set would otherwise report a regression as a shard's green check).
-    check_only = (
-        "shard",
-        "model",
-        "inputs",
-        "golden",
-        "runners",
-        "execution_providers",
-        "graph_optimization_level",
-        "atol",
-        "rtol",
-        "check_error_stat",
-        "check_average",
-        "infinities_compare_equal",
-        "validate",
-    )
+    check_only = ("shard", *INPUTS[INPUTS.index("model") : INPUTS.index("validate") + 1])
     if settings.mode != "check":
         given = [name for name in check_only if _get(name, environ)]
         if given:

@@ -51,12 +51,10 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
-from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, verdicts
+from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
-
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 # --- shards ----------------------------------------------------------------------------------------
@@ -425,13 +423,10 @@ class _Reader:
         return value
 
     def number(self, value, where):
-        if value is None:
-            return None
-        if isinstance(value, str) and value in _NONFINITE:
-            return _NONFINITE[value]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(where, 'a number, "NaN", "Infinity", "-Infinity" or null')
-        return float(value)
+        try:
+            return number_from_json(value)
+        except TypeError:
+            raise self.fail(where, 'a number, "NaN", "Infinity", "-Infinity" or null') from None
 
     def column(self, data, key, where, length):
         value = self.get(data, key, f"{where}.{key}", list, f"a list of {length} entries")

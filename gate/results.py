@@ -308,6 +308,21 @@ def json_number(value) -> float | str | None:
     return value
 
 
+def number_from_json(value) -> float | None:
+    """The inverse of ``json_number``: a JSON number, ``"NaN"``/``"Infinity"``/``"-Infinity"`` or null.
+
+    Raises:
+        TypeError: anything else (callers turn it into their one-line error naming the file).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
+        return float(value.replace("Infinity", "inf"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(value)
+    return float(value)
+
+
 def json_int(value) -> int | None:
     return None if value is None else int(value)
 

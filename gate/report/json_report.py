@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
-from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number
+from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number, number_from_json
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
@@ -53,7 +53,6 @@ MAX_FACT = 512
 MAX_KEY = 200
 MAX_INT = 2**63 - 1
 
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _STAT = re.compile(r"[A-Za-z0-9_.\- ()]{1,64}")
 _DTYPE = re.compile(r"[A-Za-z0-9_.\[\]<>|=]{1,64}")
@@ -233,13 +232,10 @@ class _Reader:
 
     def number(self, data: dict, key: str, where: str) -> float | None:
         value = data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, str) and value in _NONFINITE:
-            return _NONFINITE[value]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(where, 'a number, "NaN", "Infinity", "-Infinity" or null')
-        return float(value)
+        try:
+            return number_from_json(value)
+        except TypeError:
+            raise self.fail(where, 'a number, "NaN", "Infinity", "-Infinity" or null') from None
 
     def pattern(self, data: dict, key: str, regex: re.Pattern, where: str, expected: str) -> str | None:
         value = data.get(key)
