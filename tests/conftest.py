@@ -32,6 +32,20 @@ def _no_github_workspace(monkeypatch):
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
 
 
+@pytest.fixture
+def httpserver(httpserver_ipv4):
+    """pytest-httpserver's server, bound to 127.0.0.1 (the plain fixture may bind to 'localhost')."""
+    return httpserver_ipv4
+
+
+@pytest.fixture
+def fake(httpserver):
+    """A fake GitHub REST API (tests/fake_github.py) on that server."""
+    from fake_github import FakeGitHub
+
+    return FakeGitHub(httpserver)
+
+
 def perturb_golden(path: Path, index=(0, 0), delta=0.01) -> None:
     tensor = onnx.load_tensor(str(path))
     array = numpy_helper.to_array(tensor).copy()

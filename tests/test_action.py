@@ -44,10 +44,6 @@ NOW = 1_700_000_000.0
 _TIME_ATTR = re.compile(r'\stime="[^"]*"')
 
 
-@pytest.fixture
-def httpserver(httpserver_ipv4):
-    """pytest-httpserver's server, bound to 127.0.0.1 (the plain fixture may bind to 'localhost')."""
-    return httpserver_ipv4
 
 
 @pytest.fixture(autouse=True)
@@ -60,9 +56,6 @@ def sleeps(monkeypatch):
     return waits
 
 
-@pytest.fixture
-def fake(httpserver):
-    return FakeGitHub(httpserver)
 
 
 def junit_results(path) -> list[tuple[str, list]]:

@@ -32,15 +32,8 @@ from fake_github import json_response as _json
 NOW = 1_700_000_000.0
 
 
-@pytest.fixture
-def httpserver(httpserver_ipv4):
-    """pytest-httpserver's server, bound to 127.0.0.1 (the plain fixture may bind to 'localhost')."""
-    return httpserver_ipv4
 
 
-@pytest.fixture
-def fake(httpserver):
-    return FakeGitHub(httpserver)
 
 
 def _client(server, **kwargs):

@@ -18,7 +18,7 @@ from gate.github.event import (
     pull_request_number,
 )
 
-from fake_github import REPO, TOKEN, FakeGitHub
+from fake_github import REPO, TOKEN
 
 HEAD = "a" * 40
 MERGE = "m" * 40
@@ -30,14 +30,8 @@ def _env(tmp_path, name, payload, sha=MERGE):
     return {"GITHUB_EVENT_NAME": name, "GITHUB_EVENT_PATH": str(path), "GITHUB_SHA": sha, "GITHUB_REPOSITORY": REPO}
 
 
-@pytest.fixture
-def httpserver(httpserver_ipv4):
-    return httpserver_ipv4
 
 
-@pytest.fixture
-def fake(httpserver):
-    return FakeGitHub(httpserver)
 
 
 @pytest.fixture

@@ -154,18 +154,23 @@ class DeviceBuffer:
         copy_async(host_ptr, self.ptr, nbytes, "dtoh", stream)
 
 
+def _memcpy_kind(rt, kind: str):
+    return {
+        "htod": rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
+        "dtoh": rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
+        "dtod": rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice,
+    }[kind]
+
+
 def copy_async(dst: int, src: int, nbytes: int, kind: str, stream: Stream) -> None:
     """``cudaMemcpyAsync`` of ``nbytes`` on ``stream``; ``kind`` is ``htod``, ``dtoh`` or ``dtod``.
     Nothing is enqueued for 0 bytes."""
     if nbytes <= 0:
         return
     rt = runtime()
-    kinds = {
-        "htod": rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
-        "dtoh": rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
-        "dtod": rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice,
-    }
-    check(rt.cudaMemcpyAsync(dst, src, nbytes, kinds[kind], stream.raw), f"cudaMemcpyAsync({kind}, {nbytes} B)")
+    check(
+        rt.cudaMemcpyAsync(dst, src, nbytes, _memcpy_kind(rt, kind), stream.raw), f"cudaMemcpyAsync({kind}, {nbytes} B)"
+    )
 
 
 def copy(dst: int, src: int, nbytes: int, kind: str) -> None:
@@ -173,12 +178,7 @@ def copy(dst: int, src: int, nbytes: int, kind: str) -> None:
     if nbytes <= 0:
         return
     rt = runtime()
-    kinds = {
-        "htod": rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
-        "dtoh": rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
-        "dtod": rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice,
-    }
-    check(rt.cudaMemcpy(dst, src, nbytes, kinds[kind]), f"cudaMemcpy({kind}, {nbytes} B)")
+    check(rt.cudaMemcpy(dst, src, nbytes, _memcpy_kind(rt, kind)), f"cudaMemcpy({kind}, {nbytes} B)")
 
 
 class _HostMemory:
