@@ -25,17 +25,21 @@ def _float(raw):
     return float(raw)
 
 
-def _add_common(parser):
-    parser.add_argument("config", help="path to gate.toml")
-    parser.add_argument("--model", help="the ONNX model (overrides 'model')")
-    parser.add_argument("--inputs", help="stored inputs folder (overrides 'inputs')")
-    parser.add_argument("--golden", help="golden outputs folder (overrides 'golden')")
+def _add_onnxrt(parser):
     parser.add_argument(
         "--execution-providers", nargs="+", metavar="EP", help="ONNX Runtime execution providers, in priority order"
     )
     parser.add_argument(
         "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
     )
+
+
+def _add_common(parser):
+    parser.add_argument("config", help="path to gate.toml")
+    parser.add_argument("--model", help="the ONNX model (overrides 'model')")
+    parser.add_argument("--inputs", help="stored inputs folder (overrides 'inputs')")
+    parser.add_argument("--golden", help="golden outputs folder (overrides 'golden')")
+    _add_onnxrt(parser)
     parser.add_argument(
         "--root",
         metavar="DIR",
@@ -152,12 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--iterations", "--iters", type=int, metavar="N", help="synthetic iterations (default 1)")
     run.add_argument("--seed", type=int, help="seed of the synthetic inputs (default 1, as Polygraphy)")
     run.add_argument("--val-range", nargs="+", metavar="[NAME:][LO,HI]", help="synthetic value ranges")
-    run.add_argument(
-        "--execution-providers", nargs="+", metavar="EP", help="ONNX Runtime execution providers, in priority order"
-    )
-    run.add_argument(
-        "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
-    )
+    _add_onnxrt(run)
     _add_comparison(run)
     run.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     run.add_argument(
@@ -441,32 +440,29 @@ def run_run(args) -> int:
         title=args.title or "",
         trt=trt,
     )
+    seed = 1 if args.seed is None else args.seed
+    val_range = parse_val_range(args.val_range)
+    input_shapes = parse_shape_args(args.input_shapes) if args.input_shapes else None
     result = run(
         cfg,
         load_inputs=args.load_inputs,
         load_outputs=args.load_outputs,
         iterations=args.iterations,
-        seed=1 if args.seed is None else args.seed,
-        val_range=parse_val_range(args.val_range),
-        input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
+        seed=seed,
+        val_range=val_range,
+        input_shapes=input_shapes,
     )
     code = _report(args, result, cfg.junit, (None, None, None))
     if args.mark_all:
-        from gate.comparator.data_loader import DataLoader
         from gate.data import open_tensor_set
         from gate.job import model_io_names
         from gate.layerwise import compare_layers, render_layers
-        from gate.run import model_input_metadata
+        from gate.run import synthetic_loader
 
         if args.load_inputs:
             feed = open_tensor_set(Path(args.load_inputs).resolve(), "input", model_io_names(cfg.model)[0])[0]
         else:
-            feed = DataLoader(
-                seed=1 if args.seed is None else args.seed,
-                input_metadata=model_input_metadata(cfg.model),
-                val_range=parse_val_range(args.val_range),
-                input_shapes=parse_shape_args(args.input_shapes) if args.input_shapes else None,
-            )[0]
+            feed = synthetic_loader(cfg.model, 1, seed, val_range, input_shapes)[0]
         print(render_layers(*compare_layers(cfg, feed)))
     return code
 

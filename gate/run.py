@@ -48,15 +48,20 @@ def model_input_metadata(model_path: Path) -> TensorMetadata:
     return metadata
 
 
-def synthesize_inputs(model_path: Path, folder: Path, iterations: int, seed: int, val_range, input_shapes) -> Path:
-    """Writes ``iterations`` seeded synthetic feed_dicts as ``<folder>/<i>.npz`` and returns the folder."""
-    loader = DataLoader(
+def synthetic_loader(model_path: Path, iterations: int, seed: int, val_range, input_shapes) -> DataLoader:
+    """Polygraphy's seeded synthetic inputs for the model's graph inputs."""
+    return DataLoader(
         seed=seed,
         iterations=iterations,
         input_metadata=model_input_metadata(model_path),
         val_range=val_range,
         input_shapes=input_shapes,
     )
+
+
+def synthesize_inputs(model_path: Path, folder: Path, iterations: int, seed: int, val_range, input_shapes) -> Path:
+    """Writes ``iterations`` seeded synthetic feed_dicts as ``<folder>/<i>.npz`` and returns the folder."""
+    loader = synthetic_loader(model_path, iterations, seed, val_range, input_shapes)
     for index in range(iterations):
         write_iteration(folder, "npz", "input", index, loader[index])
     return folder
@@ -112,4 +117,4 @@ def run(
         return check(cfg)
 
 
-__all__ = ["model_input_metadata", "run", "synthesize_inputs"]
+__all__ = ["model_input_metadata", "run", "synthesize_inputs", "synthetic_loader"]
