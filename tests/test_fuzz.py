@@ -61,7 +61,7 @@ PB = tensor_bytes()
 
 
 @FUZZ
-@given(st.sampled_from(range(len(PB))).flatmap(lambda i: mutations(PB[i])))
+@given(st.sampled_from(PB).flatmap(mutations))
 def test_tensor_proto_reader(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("pb") / "output_0.pb"
     path.write_bytes(data)
@@ -100,7 +100,7 @@ NPZ = npz_bytes()
 
 
 @FUZZ
-@given(st.sampled_from(range(len(NPZ))).flatmap(lambda i: mutations(NPZ[i])))
+@given(st.sampled_from(NPZ).flatmap(mutations))
 def test_npz_reader(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("npz")
     (folder / "0.npz").write_bytes(data)
@@ -116,7 +116,7 @@ JSON = json_bytes()
 
 
 @FUZZ
-@given(st.sampled_from(range(len(JSON))).flatmap(lambda i: mutations(JSON[i])))
+@given(st.sampled_from(JSON).flatmap(mutations))
 def test_polygraphy_json_reader(tmp_path_factory, data):
     from gate.data import open_tensor_set
 
