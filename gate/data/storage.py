@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from gate.data.npz import read_npz
 from gate.errors import GateError
 from gate.paths import require_inside
 
@@ -187,8 +188,7 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
 
 def _read_npz(path: Path) -> OrderedDict:
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            return OrderedDict((name, archive[name]) for name in archive.files)
+        return read_npz(path)
     except Exception as err:  # zipfile, zlib, numpy header and OS errors alike: a file we cannot read
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
 

@@ -1,0 +1,110 @@
+"""Reading one ``.npz`` iteration with one copy per array.
+
+``numpy.load`` reads an ``.npz`` member through ``zipfile`` in 256 KiB pieces, each copied twice
+and checked in Python; for the gate's golden job that costs about 4 % of ppocr_v4_rec's inference
+time per iteration (``bench/golden_job.py``). ``read_npz`` reads the same files the same way but
+copies each array's bytes straight from the file into the array:
+
+- the archive's central directory is parsed by ``zipfile`` and each ``.npy`` header by
+  ``numpy.lib.format`` (``read_magic``, ``read_array_header_1_0`` / ``_2_0``);
+- the member's data starts after its local file header (30 bytes, then the file name and the
+  extra field: PKWARE's APPNOTE.TXT 4.3.7, ``zipfile.structFileHeader``);
+- the member's CRC-32 is checked as ``zipfile`` checks it (``zlib.crc32`` over the stored bytes),
+  so a corrupt file is refused as ``numpy.load`` refuses it.
+
+Only what that covers takes this path: every member stored (not compressed), not encrypted, named
+``*.npy``, with a version 1.0 or 2.0 header. Any other archive (``np.savez_compressed``, for one)
+is read by ``numpy.load`` itself. Either way the result is the same ``OrderedDict`` of arrays, in
+the archive's order, with numpy's dtypes, shapes and memory order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import zipfile
+import zlib
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile.structFileHeader
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+_NAME_LENGTH, _EXTRA_LENGTH = 10, 11  # fields of the local header
+_HEADER_READERS = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}
+
+
+def read_npz(path: Path) -> OrderedDict:
+    """The arrays of an ``.npz`` file, ``OrderedDict[name, numpy.ndarray]`` (names without ``.npy``),
+    as ``numpy.load(path, allow_pickle=False)`` gives them.
+
+    Raises:
+        zipfile.BadZipFile, ValueError, OSError, EOFError: whatever makes the file unreadable (a bad
+            archive, a CRC-32 mismatch, a truncated member, an object array), as ``numpy.load``
+            raises them; the caller turns them into one line naming the file.
+    """
+    with open(path, "rb") as f:
+        arrays = _read_stored(f)
+    if arrays is not None:
+        return arrays
+    with np.load(path, allow_pickle=False) as archive:
+        return OrderedDict((name, archive[name]) for name in archive.files)
+
+
+def _read_stored(f) -> OrderedDict | None:
+    """The arrays of an archive whose members all take the one-copy path, else None."""
+    with zipfile.ZipFile(f) as archive:
+        infos = archive.infolist()
+    if not all(
+        info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1 and info.filename.endswith(".npy")
+        for info in infos
+    ):
+        return None
+    file_size = os.fstat(f.fileno()).st_size
+    arrays = OrderedDict()
+    for info in infos:
+        array = _read_member(f, info, file_size)
+        if array is None:
+            return None
+        arrays[info.filename[: -len(".npy")]] = array
+    return arrays
+
+
+def _read_member(f, info: zipfile.ZipInfo, file_size: int) -> np.ndarray | None:
+    f.seek(info.header_offset)
+    local = f.read(_LOCAL_HEADER.size)
+    if len(local) != _LOCAL_HEADER.size or local[:4] != _LOCAL_SIGNATURE:
+        raise zipfile.BadZipFile(f"Bad magic number for file header of {info.filename!r}")
+    fields = _LOCAL_HEADER.unpack(local)
+    f.seek(fields[_NAME_LENGTH] + fields[_EXTRA_LENGTH], os.SEEK_CUR)
+    start = f.tell()
+    version = npy_format.read_magic(f)
+    if version not in _HEADER_READERS:
+        return None  # numpy.load knows the newer headers
+    shape, fortran_order, dtype = _HEADER_READERS[version](f)
+    if dtype.hasobject:
+        raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
+    header_size = f.tell() - start
+    count = math.prod(shape)
+    nbytes = count * dtype.itemsize
+    if header_size + nbytes != info.file_size or start + info.file_size > file_size:
+        raise ValueError(
+            f"member {info.filename!r} holds {info.file_size - header_size} bytes of data, but its header "
+            f"describes {nbytes} ({dtype}, shape {shape})"
+        )
+    f.seek(start)
+    crc = zlib.crc32(f.read(header_size))
+    flat = np.empty(count, dtype)
+    if nbytes:
+        data = flat.view(np.uint8)
+        if f.readinto(data) != nbytes:
+            raise EOFError(f"member {info.filename!r} is truncated")
+        crc = zlib.crc32(data, crc)
+    if crc != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+    if fortran_order:
+        return flat.reshape(shape[::-1]).transpose()  # as numpy.lib.format.read_array
+    return flat.reshape(shape)
