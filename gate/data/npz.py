@@ -9,8 +9,9 @@ copies each array's bytes straight from the file into the array:
   ``numpy.lib.format`` (``read_magic``, ``read_array_header_1_0`` / ``_2_0``);
 - the member's data starts after its local file header (30 bytes, then the file name and the
   extra field: PKWARE's APPNOTE.TXT 4.3.7, ``zipfile.structFileHeader``);
-- the member's CRC-32 is checked as ``zipfile`` checks it (``zlib.crc32`` over the stored bytes),
-  so a corrupt file is refused as ``numpy.load`` refuses it.
+- the member's CRC-32 is checked as ``zipfile`` checks it, over the stored bytes, so a corrupt
+  file is refused as ``numpy.load`` refuses it; the CRC is zlib-ng's (the same polynomial and
+  value as ``zlib.crc32``, with carry-less multiplication: 0.02 ms per MiB instead of 0.37 here).
 
 Only what that covers takes this path: every member stored (not compressed), not encrypted, named
 ``*.npy``, with a version 1.0 or 2.0 header. Any other archive (``np.savez_compressed``, for one)
@@ -24,12 +25,12 @@ import math
 import os
 import struct
 import zipfile
-import zlib
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 from numpy.lib import format as npy_format
+from zlib_ng.zlib_ng import crc32
 
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile.structFileHeader
 _LOCAL_SIGNATURE = b"PK\x03\x04"
@@ -96,13 +97,13 @@ def _read_member(f, info: zipfile.ZipInfo, file_size: int) -> np.ndarray | None:
             f"describes {nbytes} ({dtype}, shape {shape})"
         )
     f.seek(start)
-    crc = zlib.crc32(f.read(header_size))
+    crc = crc32(f.read(header_size))
     flat = np.empty(count, dtype)
     if nbytes:
         data = flat.view(np.uint8)
         if f.readinto(data) != nbytes:
             raise EOFError(f"member {info.filename!r} is truncated")
-        crc = zlib.crc32(data, crc)
+        crc = crc32(data, crc)
     if crc != info.CRC:
         raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
     if fortran_order:
