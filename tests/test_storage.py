@@ -96,3 +96,22 @@ def test_read_ahead_keeps_order_errors_and_bounds(tmp_path):
             ahead[0]  # an error surfaces on the access that asks for that iteration
     finally:
         ahead.close()
+
+
+def test_symlinks_must_stay_inside_the_data_folder(tmp_path):
+    """Only symlinked entries need resolving (gate.data.storage._entries); one that stays inside the
+    folder is read, one that leads outside is refused, for iterations and model-zoo files alike."""
+    data = tmp_path / "data"
+    write_iteration(data, "onnx-zoo", "output", 0, tensors(0))
+    write_iteration(tmp_path / "outside", "onnx-zoo", "output", 0, tensors(5))
+    folder = data / "test_data_set_0"
+    (folder / "output_1.pb").rename(folder / "real_1.pb")
+    (folder / "output_1.pb").symlink_to(folder / "real_1.pb")
+    assert open_tensor_set(data, "output")[0]["ids"].tolist() == [0, 1, 2, 3]
+    (folder / "output_1.pb").unlink()
+    (folder / "output_1.pb").symlink_to(tmp_path / "outside" / "test_data_set_0" / "output_1.pb")
+    with pytest.raises(GateError, match=r"output_1.pb: output file resolves outside .*\(through a symlink\)"):
+        open_tensor_set(data, "output")[0]
+    (data / "test_data_set_1").symlink_to(tmp_path / "outside" / "test_data_set_0", target_is_directory=True)
+    with pytest.raises(GateError, match=r"test_data_set_1: a stored iteration resolves outside"):
+        open_tensor_set(data, "output")

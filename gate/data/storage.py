@@ -59,17 +59,28 @@ def detect_layout(directory: Path) -> str:
     )
 
 
+def _entries(directory: Path, what: str) -> list[os.DirEntry]:
+    """The folder's entries; a symlink among them must resolve inside the folder (``require_inside``,
+    the only entries that need the check: any other entry lies in the folder by construction)."""
+    with os.scandir(directory) as scan:
+        entries = list(scan)
+    for entry in entries:
+        if entry.is_symlink():
+            require_inside(directory / entry.name, directory, what)
+    return entries
+
+
 def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
     found: dict[int, Path] = {}
-    for name in os.listdir(directory):
+    for entry in _entries(directory, "a stored iteration"):
+        name = entry.name
         match = pattern.match(name)
         if not match:
             continue
         index = int(match.group(1))
         if index in found:
             raise GateError(f"{directory}: iteration {index} is stored twice ({found[index].name} and {name}).")
-        require_inside(directory / name, directory, "a stored iteration")
-        if pattern is _ZOO_DIR and not (directory / name).is_dir():
+        if pattern is _ZOO_DIR and not entry.is_dir():
             raise GateError(
                 f"{directory / name}: expected a folder of input_<K>.pb / output_<K>.pb files, found a file."
             )
@@ -129,9 +140,9 @@ class TensorSet:
     def _read_zoo(self, folder: Path) -> OrderedDict:
         prefix = f"{self.kind}_"
         files = {}
-        for name in os.listdir(folder):
+        for entry in _entries(folder, f"{self.kind} file"):
+            name = entry.name
             if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
-                require_inside(folder / name, folder, f"{self.kind} file")
                 position = int(name[len(prefix) : -3])
                 if position in files:
                     raise GateError(
