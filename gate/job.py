@@ -46,10 +46,20 @@ def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
     Raises:
         GateError: the file is missing or not an ONNX model.
     """
+    return _model_io_names(model_path)[:2]
+
+
+def _model_io_names(model_path: Path) -> tuple[list[str], list[str], str]:
+    """``model_io_names`` and the SHA-256 of the model file (hex), from one read of the file."""
     if not model_path.is_file():
         raise GateError(f"{model_path}: model file not found.")
     try:
-        model = onnx.load(str(model_path), load_external_data=False)
+        data = model_path.read_bytes()
+    except OSError as err:
+        raise GateError(f"{model_path}: cannot read the model ({err.strerror}).") from err
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)  # what onnx.load(path, load_external_data=False) does
     except Exception as err:  # protobuf DecodeError and friends
         raise GateError(f"{model_path}: not an ONNX model ({type(err).__name__}: {err}).") from err
     _check_external_data(model_path, model)
@@ -58,7 +68,7 @@ def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
     outputs = [o.name for o in model.graph.output]
     if not outputs:
         raise GateError(f"{model_path}: the model has no graph outputs.")
-    return inputs, outputs
+    return inputs, outputs, hashlib.sha256(data).hexdigest()
 
 
 def _check_external_data(model_path: Path, model) -> None:
@@ -75,14 +85,6 @@ def _check_external_data(model_path: Path, model) -> None:
             raise GateError(
                 f"{model_path}: external data file '{location}' of tensor '{tensor.name}' not found next to the model."
             )
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
@@ -237,7 +239,7 @@ class _Guarded:
             return OrderedDict()
 
 
-def _facts(cfg: GateConfig, runners) -> dict:
+def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
     import onnxruntime
 
     providers = []
@@ -249,7 +251,7 @@ def _facts(cfg: GateConfig, runners) -> dict:
         "numpy_version": np.__version__,
         "python_version": platform.python_version(),
         "execution_providers": ",".join(providers or cfg.execution_providers),
-        "model_sha256": sha256_of(cfg.model),
+        "model_sha256": model_sha256,
     }
 
 
@@ -269,7 +271,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
     """
     start = time.perf_counter()
     shard = shard or Shard()
-    input_names, output_names = model_io_names(cfg.model)
+    input_names, output_names, model_sha256 = _model_io_names(cfg.model)
     _check_per_output_names(cfg, output_names)
     inputs = open_tensor_set(cfg.inputs, "input", input_names)
     if len(inputs) == 0:
@@ -309,6 +311,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
         commit=env_commit(),
         scope=f"shard {shard}: {len(selected)} of {len(golden)} iterations" if shard.count > 1 else "",
     )
+    run.facts = {"model_sha256": model_sha256}  # the rest when the runners have run (_facts)
     ahead_inputs, ahead_golden = ReadAhead(ShardView(inputs, selected)), ReadAhead(digests or golden_view)
     try:
         return _check_streaming(
@@ -346,7 +349,7 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
             message = f"iteration {index} ({_where(*full, index)}): {message}"
         of = f"{len(selected)} iterations" + (f" of shard {run.shard}" if run.shard.count > 1 else "")
         run.stopped = {"iteration": index, "message": f"stopped after {progress.compared} of {of}: {message}"}
-    run.facts = _facts(cfg, runners)
+    run.facts = _facts(cfg, runners, run.facts["model_sha256"])
     run.settings = config_settings(cfg, run.facts["model_sha256"])
     run.accuracy = accuracy
     run.indices = selected[: progress.compared]
