@@ -35,7 +35,8 @@ from zlib_ng.zlib_ng import crc32
 
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile.structFileHeader
 _LOCAL_SIGNATURE = b"PK\x03\x04"
-_NAME_LENGTH, _EXTRA_LENGTH = 10, 11  # fields of the local header
+_ZIP_STARTS = (_LOCAL_SIGNATURE, b"PK\x05\x06")  # numpy.lib._npyio_impl's _ZIP_PREFIX, _ZIP_SUFFIX
+_FLAGS, _NAME_LENGTH, _EXTRA_LENGTH = 3, 10, 11  # fields of the local header
 _HEADER_READERS = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}
 _LENGTH_FIELDS = {(1, 0): struct.Struct("<H"), (2, 0): struct.Struct("<I")}  # the header's length
 _PARSED_HEADERS: dict[tuple, tuple] = {}  # (version, length + header bytes) -> (shape, fortran_order, dtype)
@@ -51,7 +52,9 @@ def read_npz(path: Path) -> OrderedDict:
             raises them; the caller turns them into one line naming the file.
     """
     with open(path, "rb") as f:
-        arrays = _read_stored(f)
+        # numpy.load takes a file for a zip archive only when it starts as one (zipfile would also
+        # find an archive after other bytes).
+        arrays = _read_stored(f) if f.read(4) in _ZIP_STARTS else None
     if arrays is not None:
         return arrays
     with np.load(path, allow_pickle=False) as archive:
@@ -96,7 +99,10 @@ def _read_member(f, info: zipfile.ZipInfo, file_size: int) -> np.ndarray | None:
     if len(local) != _LOCAL_HEADER.size or local[:4] != _LOCAL_SIGNATURE:
         raise zipfile.BadZipFile(f"Bad magic number for file header of {info.filename!r}")
     fields = _LOCAL_HEADER.unpack(local)
-    f.seek(fields[_NAME_LENGTH] + fields[_EXTRA_LENGTH], os.SEEK_CUR)
+    name = f.read(fields[_NAME_LENGTH]).decode("utf-8" if fields[_FLAGS] & 0x800 else "cp437")
+    if name != info.orig_filename:  # as zipfile.ZipFile.open checks it
+        raise zipfile.BadZipFile(f"File name in directory {info.orig_filename!r} and header {name!r} differ.")
+    f.seek(fields[_EXTRA_LENGTH], os.SEEK_CUR)
     start = f.tell()
     version = npy_format.read_magic(f)
     if version not in _LENGTH_FIELDS:
