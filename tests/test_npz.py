@@ -8,6 +8,9 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_fuzz import FUZZ, NPZ, mutations
 
 from gate.data import open_tensor_set
 from gate.data.npz import _read_stored, read_npz
@@ -109,3 +112,21 @@ def test_what_numpy_load_refuses_is_refused(tmp_path):
     path.write_bytes(good.replace(b"y.npy", b"z.npy", 1))  # the local header's copy comes first
     with pytest.raises(zipfile.BadZipFile, match="File name in directory 'y.npy' and header 'z.npy' differ"):
         read_npz(path)
+
+
+@FUZZ
+@given(st.sampled_from(NPZ).flatmap(mutations))
+def test_differential_against_numpy_load(tmp_path_factory, data):
+    """Mutated archives: both readers succeed with the same arrays, or both refuse."""
+    path = tmp_path_factory.mktemp("npz") / "0.npz"
+    path.write_bytes(data)
+    outcomes = []
+    for reader in (read_npz, numpy_load):
+        try:
+            outcomes.append(reader(path))
+        except Exception as err:  # noqa: BLE001 - any refusal counts as one
+            outcomes.append(err)
+    ours, theirs = outcomes
+    assert isinstance(ours, Exception) == isinstance(theirs, Exception), (ours, theirs)
+    if not isinstance(ours, Exception):
+        same(ours, theirs)
