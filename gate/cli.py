@@ -261,6 +261,19 @@ def overrides_from_args(args) -> dict:
     return overrides
 
 
+def flag_names(overrides: dict) -> dict:
+    """The flag of each override key, for ``load_config``'s errors: ``check_error_stat`` is
+    ``--check-error-stat`` (a bad flag value names the flag, not gate.toml)."""
+    return {**{key: "--" + key.replace("_", "-") for key in overrides}, "trt.engine": "--trt-engine"}
+
+
+def _load_config(args):
+    from gate.config import load_config
+
+    overrides = overrides_from_args(args)
+    return load_config(args.config, overrides, flag_names(overrides))
+
+
 def _write_report(path, what, write):
     """Writes a report file (parent folders created); an unwritable path is a one-line GateError."""
     path = Path(path)
@@ -307,7 +320,6 @@ def trt_overrides(args) -> dict:
 
 
 def run_check(args) -> int:
-    from gate.config import load_config
     from gate.job import check
     from gate.partial import parse_shard, write_partial
 
@@ -317,7 +329,7 @@ def run_check(args) -> int:
 
         args.write_partial = default_partial_name(shard)  # a shard's results only count once merged
     baseline = _baseline(args)
-    cfg = load_config(args.config, overrides_from_args(args))
+    cfg = _load_config(args)
     result = check(cfg, shard, partial=bool(args.write_partial))
     if args.write_partial:
         print(f"partial result file: {write_partial(result.run, args.write_partial)}")
@@ -468,10 +480,9 @@ def run_run(args) -> int:
 
 
 def run_record(args) -> int:
-    from gate.config import load_config
     from gate.job import record
 
-    cfg = load_config(args.config, overrides_from_args(args))
+    cfg = _load_config(args)
     written = record(cfg, force=args.force, layout=args.layout)
     print(f"recorded golden outputs: {len(written)} files under {cfg.golden}")
     return 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,16 +194,45 @@ def _flatten(data: dict, source) -> dict:
     return flat
 
 
-def _check_tolerance(source, key, value):
-    values = value.values() if isinstance(value, dict) else [value]
-    for v in values:
+def _entries(value) -> list:
+    """A per-output value as ``(output, value)`` pairs, ``""`` being the default."""
+    return list(value.items()) if isinstance(value, dict) else [("", value)]
+
+
+def _for_output(output: str) -> str:
+    return f" (output '{_shown(output)}')" if output else ""
+
+
+def _check_tolerance(source, key, value, flag):
+    for output, v in _entries(value):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
-            raise GateError(f"{source}: '{key}' must be a non-negative number, got {v!r}.")
+            subject = flag(key, output) or f"{source}: '{key}'"
+            raise GateError(f"{subject} must be a non-negative number, got {v!r}{_for_output(output)}.")
 
 
-def load_config(path, overrides: dict | None = None) -> GateConfig:
+def _flag_of(overrides: dict, flags: Mapping[str, str]):
+    """``flag(key, output="")``: the name in ``flags`` of the override that set ``key`` (of a
+    per-output setting: ``output``'s entry; ``"trt.<key>"``: a [trt] key), or None where the value
+    is gate.toml's, so that an error blames the flag that set a bad value and not the file."""
+
+    def flag(key: str, output: str = "") -> str | None:
+        section, _, sub = key.rpartition(".")
+        value = (overrides.get(section) or {}).get(sub) if section else overrides.get(key)
+        if value is None or key not in flags:
+            return None
+        if key in PER_OUTPUT and output not in dict(_entries(value)):
+            return None  # that output's entry is gate.toml's (merge_per_output)
+        return flags[key]
+
+    return flag
+
+
+def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | None = None) -> GateConfig:
     """Reads ``gate.toml`` and applies ``overrides`` (flat keys as in ``GateConfig``; values already
-    parsed, paths relative to the working directory).
+    parsed, paths relative to the working directory). ``flags`` names where each override came from
+    (``{"atol": "--atol"}``; ``"trt.engine"`` for a [trt] key): an error about a value set that way
+    names it, one about a value written in gate.toml names the file and the key (as it does for an
+    override without a name).
 
     Raises:
         GateError: the file is missing or not TOML; an unknown key (with a suggestion); a value of
@@ -225,9 +255,9 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     flat = _flatten(data, path)
     base = path.resolve().parent
     settings = {key: base / value if key in ("model", "inputs", "golden") else value for key, value in flat.items()}
-    for key, value in (overrides or {}).items():
-        if value is None:
-            continue
+    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
+    flag = _flag_of(overrides, flags or {})
+    for key, value in overrides.items():
         if key in ("model", "inputs", "golden", "junit"):
             value = Path(value).resolve()
         elif key in PER_OUTPUT and key in settings:
@@ -242,45 +272,57 @@ def load_config(path, overrides: dict | None = None) -> GateConfig:
     settings.setdefault("golden", settings["inputs"])
     for key in ("atol", "rtol"):
         if key in settings:
-            _check_tolerance(path, key, settings[key])
+            _check_tolerance(path, key, settings[key], flag)
     stat = settings.get("check_error_stat", "elemwise")
-    for value in stat.values() if isinstance(stat, dict) else [stat]:
+    for output, value in _entries(stat):
         if value not in CHECK_ERROR_STATS:
+            given = flag("check_error_stat", output)
+            subject = f"{given}:" if given else f"{path}: check_error_stat"
             raise GateError(
-                f"{path}: check_error_stat '{_shown(str(value))}' is not one of {', '.join(CHECK_ERROR_STATS)}."
+                f"{subject} '{_shown(str(value))}' is not one of {', '.join(CHECK_ERROR_STATS)}{_for_output(output)}."
             )
     if settings.get("check_average"):
-        if isinstance(stat, dict) and "" not in stat:
+        no_default = isinstance(stat, dict) and "" not in stat
+        elemwise = [output for output, value in _entries(stat) if value == "elemwise"]
+        # A clash between check_average and the statistics names the flag that set one of them, if any.
+        stat_flags = (flag("check_error_stat", output) for output in (list(stat) if no_default else elemwise))
+        where = flag("check_average") or next(filter(None, stat_flags), None) or path
+        if no_default:
+            example = 'an entry "" = "max", say' if where == path else "an entry without an output name, e.g. max"
             raise GateError(
-                f'{path}: check_average needs a default check_error_stat (an entry "" = "max", say): '
+                f"{where}: check_average needs a default check_error_stat ({example}): "
                 "outputs not listed would be checked elemwise, which cannot be averaged."
             )
-        stats = stat.items() if isinstance(stat, dict) else [("", stat)]
-        elemwise = [_shown(name) or "the default" for name, value in stats if value == "elemwise"]
         if elemwise:
             raise GateError(
-                f"{path}: check_average needs check_error_stat max, mean, median or quantile, not elemwise "
-                f"(for {', '.join(elemwise)})."
+                f"{where}: check_average needs check_error_stat max, mean, median or quantile, not elemwise "
+                f"(for {', '.join(_shown(output) or 'the default' for output in elemwise)})."
             )
     if "execution_providers" in settings and not settings["execution_providers"]:
-        raise GateError(f"{path}: 'execution_providers' is empty; name at least one, e.g. [\"CPUExecutionProvider\"].")
-    for runner in list(settings.get("runners", [])) + [settings.get("reference_runner", "onnxrt")]:
+        raise GateError(
+            f"{flag('execution_providers') or path}: 'execution_providers' is empty; name at least one, "
+            'e.g. ["CPUExecutionProvider"].'
+        )
+    named = [("runners", runner) for runner in settings.get("runners", [])]
+    for key, runner in [*named, ("reference_runner", settings.get("reference_runner", "onnxrt"))]:
         if runner not in RUNNERS:
-            raise GateError(f"{path}: unknown runner '{_shown(str(runner))}'; available: {', '.join(RUNNERS)}.")
+            raise GateError(
+                f"{flag(key) or path}: unknown runner '{_shown(str(runner))}'; available: {', '.join(RUNNERS)}."
+            )
     level = settings.get("graph_optimization_level", "all")
     if level not in GRAPH_OPTIMIZATION_LEVELS:
         raise GateError(
-            f"{path}: graph_optimization_level '{_shown(str(level))}' is not one of "
-            f"{', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
+            f"{flag('graph_optimization_level') or path}: graph_optimization_level '{_shown(str(level))}' is not one "
+            f"of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
         )
     if "runners" in settings and not settings["runners"]:
-        raise GateError(f"{path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
+        raise GateError(f"{flag('runners') or path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
     if "junit" in settings:
         settings["junit"] = Path(settings["junit"])
     root = confinement_root(path, settings.pop("root", None))
     for key in ("model", "inputs", "golden"):
-        require_inside(settings[key], root, f"'{key}'")
+        require_inside(settings[key], root, flag(key) or f"'{key}'")
     trt = settings.get("trt", {})
     if "engine" in trt:
-        trt["engine"] = require_inside(base / trt["engine"], root, "'trt.engine'")
+        trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")
     return GateConfig(path=path.resolve(), **settings)

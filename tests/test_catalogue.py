@@ -53,6 +53,16 @@ def config_case(text):
     return setup
 
 
+def flag_case(*args, config=BASE):
+    """A bad flag value: caught before anything runs, like gate.toml's values."""
+
+    def setup(tmp):
+        make_small_model(tmp / "m.onnx")
+        return write_gate_toml(tmp, config), args
+
+    return setup
+
+
 def with_case(change, layout="npz"):
     def setup(tmp):
         cfg = case(tmp) if layout == "npz" else zoo_case(tmp)
@@ -177,6 +187,32 @@ CATALOGUE = {
         with_case(lambda tmp: ["--atol", "outptu:1"]),
         ["gate.toml", "atol names output 'outptu', which m.onnx does not have; its outputs are ['y', 's']"],
     ),
+    # flags: named instead of gate.toml
+    "flag: negative tolerance": (flag_case("--atol", "-1"), ["--atol must be a non-negative number, got -1.0."]),
+    "flag: NaN tolerance for one output": (
+        flag_case("--rtol", "1e-3", "y:nan"),
+        ["--rtol must be a non-negative number, got nan (output 'y')."],
+    ),
+    "flag: unknown statistic": (
+        flag_case("--check-error-stat", "max", "s:maximum"),
+        ["--check-error-stat: 'maximum' is not one of max, mean, median, elemwise, quantile (output 's')."],
+    ),
+    "flag: check_average with elemwise": (
+        flag_case("--check-average"),
+        ["--check-average: check_average needs check_error_stat max, mean, median or quantile, not elemwise"],
+    ),
+    "flag: elemwise where gate.toml averages": (
+        flag_case(
+            "--check-error-stat",
+            "y:elemwise",
+            config=BASE + '[compare]\ncheck_average = true\ncheck_error_stat = "max"\n',
+        ),
+        ["--check-error-stat: check_average needs check_error_stat max, mean, median or quantile", "(for y)."],
+    ),
+    "flag: unknown runner": (
+        flag_case("--runners", "onnxrt", "tensorrt"),
+        ["--runners: unknown runner 'tensorrt'; available: onnxrt, trt."],
+    ),
     # model
     "model: missing file": (config_case('model = "nope.onnx"\ninputs = "inputs"\n'), ["nope.onnx", "not found"]),
     "model: not ONNX": (
@@ -250,6 +286,8 @@ def test_user_mistake_is_one_clear_line(tmp_path, entry):
     assert lines[0].startswith("accuracy-gate: error: ")
     for text in expected:
         assert text in lines[0], (text, lines[0])
+    if entry.startswith("flag: "):  # the flag's value is wrong, not the file
+        assert "gate.toml" not in lines[0], lines[0]
 
 
 @pytest.mark.skipif(gpu_visible(), reason="this machine has a GPU: the no-GPU probe cannot fire")

@@ -170,6 +170,44 @@ def test_cli_tolerances_merge_over_gate_toml_and_split_like_the_readme_says(tmp_
         overrides_from_args(args)
 
 
+@pytest.mark.parametrize(
+    "config, args, message",
+    [
+        # gate.toml's bad entry stays gate.toml's, whatever flags set the other outputs
+        ('[compare]\natol = { "" = 1e-5, "s" = -1 }\n', ("--atol", "1e-3"),
+         "{cfg}: 'atol' must be a non-negative number, got -1 (output 's')."),
+        # a flag's entry for an output is the flag's, over a good one in gate.toml
+        ('[compare]\natol = { "" = 1e-5, "s" = 1e-4 }\n', ("--atol", "s:-1"),
+         "--atol must be a non-negative number, got -1.0 (output 's')."),
+        ('[compare]\ncheck_average = true\n', ("--check-error-stat", "y:max"),
+         "--check-error-stat: check_average needs a default check_error_stat (an entry without an output name, "
+         "e.g. max): outputs not listed would be checked elemwise, which cannot be averaged."),
+        ('[compare]\ncheck_average = true\n', ("--atol", "0"),
+         "{cfg}: check_average needs check_error_stat max, mean, median or quantile, not elemwise (for the default)."),
+        ('runners = ["tensorrt"]\n', ("--rtol", "0"), "{cfg}: unknown runner 'tensorrt'; available: onnxrt, trt."),
+        ("", ("--runners", "trt", "onnx"), "--runners: unknown runner 'onnx'; available: onnxrt, trt."),
+    ],
+)  # fmt: skip
+def test_a_bad_value_names_the_flag_that_set_it_or_gate_toml(tmp_path, config, args, message):
+    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\n' + config)
+    proc = run_cli("check", cfg, *args)
+    assert proc.returncode == 2
+    assert one_line_error(proc) == "accuracy-gate: error: " + message.format(cfg=cfg)
+
+
+def test_a_model_flag_outside_the_root_names_the_flag(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    cfg = write_gate_toml(project, 'model = "m.onnx"\ninputs = "inputs"\n')
+    for command in ("check", "record"):
+        proc = run_cli(command, cfg, "--model", tmp_path / "other.onnx")
+        assert proc.returncode == 2
+        assert one_line_error(proc) == (
+            f"accuracy-gate: error: {tmp_path}/other.onnx: --model resolves outside {project}; paths must stay "
+            "inside it."
+        )
+
+
 def test_per_output_tolerance_for_an_output_the_model_lacks(tmp_path):
     cfg = small_case(
         tmp_path, np.ones((1, 64), np.float32), {"y": np.ones((1, 64), np.float32), "s": np.ones(1, np.float32)}
