@@ -15,6 +15,8 @@ gate's ``check`` underneath (same comparator, verdict, reports and exit codes):
 
 from __future__ import annotations
 
+import os
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -67,6 +69,43 @@ def synthesize_inputs(model_path: Path, folder: Path, iterations: int, seed: int
     return folder
 
 
+def _scratch_labels(scratch: Path, seed: int):
+    """``relabel(text)``: ``text`` with the files of ``run``'s scratch folder, deleted by the time a
+    user reads an error, named as the user knows them: an iteration's synthetic inputs by their seed
+    (the message names the iteration beside them), the reference runner's outputs not at all where
+    the message also names the inputs. Other text is left as it is."""
+    npz = re.escape(os.sep) + r"\d+\.npz"
+    inputs, golden = (re.escape(str(scratch / name)) for name in ("inputs", "golden"))
+    synthetic = f"synthetic inputs, --seed {seed}"
+    rules = [
+        (rf"inputs {inputs}{npz}(, golden {golden}{npz})?", synthetic),  # gate.job's "inputs X, golden Y"
+        (rf", golden {golden}{npz}", ""),
+        (rf"{inputs}({npz})?", synthetic),
+        (rf"{golden}({npz})?", "the reference runner's outputs"),
+    ]
+
+    def relabel(text: str) -> str:
+        for pattern, label in rules:
+            text = re.sub(pattern, label, text)  # labels hold no backslashes
+        return text
+
+    return relabel
+
+
+def _relabeled(result: GateResult, relabel) -> GateResult:
+    """``result`` with ``relabel`` applied to every text that can name an iteration's files."""
+    result.message = relabel(result.message)
+    for row in result.rows:
+        if row.error:
+            row.error = relabel(row.error)
+    run = result.run
+    if run is not None:
+        run.where = {index: relabel(text) for index, text in run.where.items()}
+        if run.stopped is not None:
+            run.stopped = {**run.stopped, "message": relabel(run.stopped["message"])}
+    return result
+
+
 def run(
     cfg: GateConfig,
     *,
@@ -79,6 +118,9 @@ def run(
 ) -> GateResult:
     """Runs ``cfg.runners`` on the loaded or synthesized inputs and compares them with the loaded
     golden outputs, or with the last runner's outputs. ``cfg.inputs``/``cfg.golden`` are ignored.
+
+    Synthetic inputs and the reference runner's outputs live in a temporary folder; errors name them
+    as ``synthetic inputs, --seed N`` (beside the iteration) instead of that folder's files.
 
     Raises:
         GateError: fewer than two things to compare; anything ``check`` raises.
@@ -94,6 +136,7 @@ def run(
         make_runner(kind, cfg)
     with tempfile.TemporaryDirectory(prefix="accuracy-gate-run-") as scratch:
         scratch = Path(scratch)
+        relabel = _scratch_labels(scratch, seed)
         if load_outputs is not None:
             golden = Path(load_outputs).resolve()
             count = len(open_tensor_set(golden, "output", output_names))
@@ -110,11 +153,14 @@ def run(
         else:
             inputs = synthesize_inputs(cfg.model, scratch / "inputs", count, seed, val_range, input_shapes)
         cfg = replace(cfg, inputs=inputs, golden=golden)
-        if load_outputs is None:
-            reference = runners.pop()
-            record(replace(cfg, reference_runner=reference), layout="npz")
-            cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
-        return check(cfg)
+        try:
+            if load_outputs is None:
+                reference = runners.pop()
+                record(replace(cfg, reference_runner=reference), layout="npz")
+                cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
+            return _relabeled(check(cfg), relabel)
+        except GateError as err:
+            raise GateError(relabel(str(err))) from err
 
 
 __all__ = ["model_input_metadata", "run", "synthesize_inputs", "synthetic_loader"]

@@ -138,3 +138,72 @@ def test_iterations_must_match_the_loaded_golden_count(tmp_path):
     )
     assert proc.returncode == 2
     assert "holds 8 golden iterations but --iterations asks for 3" in proc.stderr
+
+
+def make_sqrt_model(path):
+    """y = sqrt(x), x: float32 [1]: a negative synthetic input gives a NaN output."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Sqrt", ["x"], ["y"])],
+        "sqrt",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def one_line(proc) -> str:
+    """The one error line on stderr; no traceback, and no file of run's deleted scratch folder."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "accuracy-gate-run-" not in proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    return line
+
+
+def test_synthetic_inputs_the_reference_runner_fails_on_are_named_by_iteration_and_seed(tmp_path):
+    # The reference runner records first; onnxruntime refuses a 0-wide image at the first iteration.
+    proc = run_cli(
+        "run", MODEL, "--onnxrt", "--onnxrt", "--input-shapes", "x:[1,3,48,0]", "--seed", "7", "--junit", tmp_path / "j"
+    )
+    line = one_line(proc)
+    assert line.startswith(
+        "accuracy-gate: error: iteration 0 (synthetic inputs, --seed 7): onnxrt: onnxruntime failed during inference ("
+    ), line
+
+
+def test_synthetic_input_that_stops_the_run_is_named_by_iteration_and_seed(tmp_path):
+    # --seed 4 with this range draws 0.959, 0.027, 0.866, -0.155, ...: iteration 3 is the first negative x.
+    model = make_sqrt_model(tmp_path / "sqrt.onnx")
+    proc = run_cli("run", model, "--onnxrt", "--onnxrt", "--val-range", "[-0.25,1]", "--seed", "4", "--iterations",
+                   "5", "--validate", "--junit", tmp_path / "j.xml", "--markdown", tmp_path / "m.md")  # fmt: skip
+    assert one_line(proc) == (
+        "accuracy-gate: error: stopped after 3 of 5 iterations: iteration 3 (synthetic inputs, --seed 4): Output "
+        "validation failed: iteration 3, runner 'onnxrt', output 'y' contains NaN."
+    )
+    for report in (tmp_path / "j.xml", tmp_path / "m.md"):
+        text = report.read_text(encoding="utf-8")
+        assert "iteration 3 (synthetic inputs, --seed 4)" in text and "accuracy-gate-run-" not in text
+
+
+def test_loaded_golden_outputs_beside_synthetic_inputs_keep_their_own_file_names(tmp_path):
+    import numpy as np
+
+    from conftest import make_small_model
+
+    model = make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "golden").mkdir()
+    for i in range(4):
+        width = 32 if i == 3 else 64
+        np.savez(tmp_path / "golden" / f"{i}.npz", y=np.zeros((1, width), np.float32), s=np.zeros(1, np.float32))
+    proc = run_cli("run", model, "--onnxrt", "--load-outputs", tmp_path / "golden", "--input-shapes", "x:[1,64]",
+                   "--junit", tmp_path / "j.xml")  # fmt: skip
+    assert one_line(proc) == (
+        "accuracy-gate: error: could not compare 'y' (has shape (1, 64) but the reference has shape (1, 32) at "
+        f"iteration 3 (synthetic inputs, --seed 1, golden {tmp_path}/golden/3.npz))"
+    )
