@@ -521,7 +521,9 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
         if merging
         else "Accuracy gate: run the model and compare with the golden outputs"
     )
-    with actions.group(title):
+    # Output names, messages and tracebacks carry text from the model and the stored data: the runner
+    # must not read a line of it as a workflow command (our annotations come after, outside).
+    with actions.group(title), actions.stop_commands():
         if errors:
             result = GateResult(model=os.path.basename(model), status=ERROR, message=str(errors[0]))
         else:
@@ -536,7 +538,7 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
                     traceback.print_exc()
                 message = str(err) if isinstance(err, GateError) else f"internal error {type(err).__name__}: {err}"
                 result = GateResult(model=os.path.basename(model), status=ERROR, message=message)
-    print(render_text(result))
+        print(render_text(result))
     if settings.shard_leg:
         print(f"shard {settings.shard}: no annotations or PR comment here; the merge job reports the whole run.")
     else:

@@ -44,8 +44,6 @@ NOW = 1_700_000_000.0
 _TIME_ATTR = re.compile(r'\stime="[^"]*"')
 
 
-
-
 @pytest.fixture(autouse=True)
 def sleeps(monkeypatch):
     """The REST client's retry waits, recorded instead of slept, and a fixed clock (the action builds
@@ -54,8 +52,6 @@ def sleeps(monkeypatch):
     monkeypatch.setitem(GitHubClient.__init__.__kwdefaults__, "sleep", waits.append)
     monkeypatch.setitem(GitHubClient.__init__.__kwdefaults__, "clock", lambda: NOW)
     return waits
-
-
 
 
 def junit_results(path) -> list[tuple[str, list]]:
@@ -1122,3 +1118,40 @@ def test_an_unwritable_junit_path_is_not_a_pass(workspace, fake):
     assert run.code == 2
     assert any("Could not write the JUnit report" in line for line in run.lines("::warning"))
     assert run.final.startswith("::error title=accuracy-gate::could not evaluate: the JUnit report")
+
+
+def test_model_text_in_the_log_cannot_issue_workflow_commands(workspace):
+    """A model's output names are the model author's text: in the log they stand between
+    stop-commands markers (with the table, the verdict and any message), so a name such as
+    ``::error::`` or one holding a newline cannot forge an annotation or a mask."""
+    from onnx import TensorProto, helper
+
+    project = workspace.root / "hostile"
+    (project / "inputs").mkdir(parents=True)
+    names = ["::error::forged annotation", "line\n::add-mask::forged"]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], [name]) for name in names],
+        "hostile",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in names],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), project / "m.onnx")
+    np.savez(project / "inputs" / "0.npz", x=np.array([1.0, 2.0], np.float32))
+    (project / "golden").mkdir()
+    np.savez(
+        project / "golden" / "0.npz", **{names[0]: np.array([1.0, 2.0], np.float32), names[1]: np.ones(2, np.float32)}
+    )
+    (project / "gate.toml").write_text('model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n', encoding="utf-8")
+
+    run = workspace.run(INPUT_CONFIG=str(project / "gate.toml"), INPUT_COMMENT_MODE="off")
+
+    assert run.code == 1  # the second output differs from its golden values
+    out = run.stdout.splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("::stop-commands::"))
+    token = out[start].split("::")[2]
+    end = out.index(f"::{token}::")
+    assert any("::error::forged annotation" in line for line in out[start:end])
+    outside = out[:start] + out[end + 1 :]
+    assert not any(line.startswith("::add-mask::forged") or "::error::forged" in line for line in outside)
+    # Our own annotations come after the markers, escaped: the name's "::" and newline as %3A / %0A.
+    assert any(line.startswith("::error ") and "line%0A%3A%3Aadd-mask%3A%3Aforged" in line for line in outside)
