@@ -423,7 +423,7 @@ def annotate_outputs(result: GateResult) -> None:
     caveats = [
         (f"accuracy-gate: {row.output}", row.message())
         for row in result.rows
-        if row.passed and ((row.averaged and row.failed_iterations) or (row.dtypes and row.dtypes[0] != row.dtypes[1]))
+        if row.passed and ((row.averaged and row.failed_iterations) or row.dtypes_differ)
     ]
     room = actions.ANNOTATION_LIMIT - (0 if result.status == PASSED else 1)
     actions.annotate_capped(

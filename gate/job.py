@@ -19,6 +19,7 @@ import gate
 from gate.backend.golden import GoldenRunner
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
+from gate.comparator.data_loader import coerce_feed_dict
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
 from gate.data.readahead import ReadAhead
@@ -436,9 +437,11 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> l
     try:
         runner = make_runner(cfg.reference_runner, cfg, name=cfg.reference_runner)
         with runner:
-            for index in range(len(inputs)):
+            # As check feeds them: the model's inputs exactly (one line naming the file otherwise),
+            # cast only where lossless (e.g. big-endian float32 to float32).
+            for index, feed_dict in enumerate(_Progress(inputs, None, input_names).feed()):
                 try:
-                    outputs = runner.infer(inputs[index])
+                    outputs = runner.infer(coerce_feed_dict(feed_dict, runner.get_input_metadata()))
                 except GateError as err:
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
                 _write(staging, layout, index, outputs)

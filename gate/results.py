@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gate.comparator.struct import AccuracyResult
 
 PASSED, REGRESSED, ERROR = "passed", "regressed", "error"
@@ -58,6 +60,16 @@ class OutputVerdict:
     baseline_values: list | None = field(default=None, compare=False, repr=False)
 
     @property
+    def dtypes_differ(self) -> bool:
+        """The output's and the reference's dtypes differ, byte order aside (``>f4`` is float32)."""
+        if not self.dtypes:
+            return False
+        try:
+            return np.dtype(self.dtypes[0]).newbyteorder("=") != np.dtype(self.dtypes[1]).newbyteorder("=")
+        except TypeError:  # a name numpy does not know: compare the names
+            return self.dtypes[0] != self.dtypes[1]
+
+    @property
     def delta_abs(self) -> float | None:
         """The checked statistic's absolute error minus the baseline's (None without both)."""
         return _delta(self.abs_value, self.baseline_abs)
@@ -93,7 +105,7 @@ class OutputVerdict:
             text += f"; {self.mismatch_count} of {self.num_elements} elements out of tolerance"
         if not self.averaged:
             text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
-        if self.dtypes and self.dtypes[0] != self.dtypes[1]:
+        if self.dtypes_differ:
             text += f"; dtypes differ ({self.dtypes[0]} vs reference {self.dtypes[1]}), compared in the wider type"
         if self.zero_reference_count and (not self.passed or self.known_failure):
             text += (
@@ -209,7 +221,7 @@ def finish_rows(rows: list[OutputVerdict], where) -> None:
     dtype differs from what the runner produces is an error (re-record the golden outputs), and an
     error names the iteration and, through ``where(index) -> str | None``, its files."""
     for row in rows:
-        if not row.error and row.dtypes and row.dtypes[0] != row.dtypes[1]:
+        if not row.error and row.dtypes_differ:
             row.error = (
                 f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
                 "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"

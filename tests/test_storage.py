@@ -11,6 +11,8 @@ import pytest
 from gate.data import open_tensor_set, write_iteration
 from gate.errors import GateError
 
+from conftest import make_small_model, write_gate_toml
+
 
 def tensors(i):
     return OrderedDict([("a/b:0", np.full((2, 3), i, np.float32)), ("ids", np.arange(4, dtype=np.int64) + i)])
@@ -112,6 +114,50 @@ def test_symlinks_must_stay_inside_the_data_folder(tmp_path):
     (folder / "output_1.pb").symlink_to(tmp_path / "outside" / "test_data_set_0" / "output_1.pb")
     with pytest.raises(GateError, match=r"output_1.pb: output file resolves outside .*\(through a symlink\)"):
         open_tensor_set(data, "output")[0]
+    assert open_tensor_set(data, "input")[0] == {}  # the inputs' reader checks only input_<K>.pb files
     (data / "test_data_set_1").symlink_to(tmp_path / "outside" / "test_data_set_0", target_is_directory=True)
     with pytest.raises(GateError, match=r"test_data_set_1: a stored iteration resolves outside"):
         open_tensor_set(data, "output")
+
+
+def test_big_endian_golden_outputs_are_the_models_dtype(tmp_path):
+    """``>f4`` golden values are float32 values: the check compares them (bit for bit equal here)
+    instead of refusing a dtype mismatch; a real dtype difference (float64) is still refused."""
+    from gate.config import load_config
+    from gate.job import check, record
+
+    make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(2):
+        np.savez(tmp_path / "inputs" / f"{i}.npz", x=rng.standard_normal((3, 64)).astype(">f4"))
+    cfg = load_config(write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n'))
+    record(cfg)
+    for path in (tmp_path / "golden").glob("*.npz"):
+        with np.load(path) as stored:
+            arrays = {name: stored[name].astype(">f4") for name in stored.files}
+        np.savez(path, **arrays)
+    result = check(cfg)
+    assert result.status == "passed", result.message
+    assert [row.dtypes for row in result.rows] == [("float32", ">f4"), ("float32", ">f4")]
+    assert all(row.abs_value == 0.0 for row in result.rows)
+    np.savez(tmp_path / "golden" / "000000.npz", **{name: a.astype(np.float64) for name, a in arrays.items()})
+    result = check(cfg)
+    assert result.status == "error"
+    assert "is float64 in the golden outputs but onnxrt produces float32" in result.message
+
+
+def test_record_refuses_stored_inputs_that_are_not_the_models(tmp_path):
+    """record feeds the model as check does: an unknown stored input is one line naming the file."""
+    from gate.config import load_config
+    from gate.job import record
+
+    make_small_model(tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float32), z=np.ones(1, np.float32))
+    cfg = load_config(write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n'))
+    with pytest.raises(
+        GateError, match=r"0.npz: stored input 'z' is not an input of the model; its inputs are \['x'\]"
+    ):
+        record(cfg)
+    assert not list((tmp_path / "golden").glob("*.npz"))

@@ -59,24 +59,28 @@ def detect_layout(directory: Path) -> str:
     )
 
 
-def _entries(directory: Path, what: str) -> list[os.DirEntry]:
-    """The folder's entries; a symlink among them must resolve inside the folder (``require_inside``,
-    the only entries that need the check: any other entry lies in the folder by construction)."""
+def _entries(directory: Path) -> list[os.DirEntry]:
     with os.scandir(directory) as scan:
-        entries = list(scan)
-    for entry in entries:
-        if entry.is_symlink():
-            require_inside(directory / entry.name, directory, what)
-    return entries
+        return list(scan)
+
+
+def _confined(directory: Path, entry: os.DirEntry, what: str) -> Path:
+    """The entry's path; a symlink must resolve inside the folder (``require_inside``). Only symlinks
+    need the check: any other entry lies in the folder by construction."""
+    path = directory / entry.name
+    if entry.is_symlink():
+        require_inside(path, directory, what)
+    return path
 
 
 def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
     found: dict[int, Path] = {}
-    for entry in _entries(directory, "a stored iteration"):
+    for entry in _entries(directory):
         name = entry.name
         match = pattern.match(name)
         if not match:
             continue
+        _confined(directory, entry, "a stored iteration")
         index = int(match.group(1))
         if index in found:
             raise GateError(f"{directory}: iteration {index} is stored twice ({found[index].name} and {name}).")
@@ -140,9 +144,10 @@ class TensorSet:
     def _read_zoo(self, folder: Path) -> OrderedDict:
         prefix = f"{self.kind}_"
         files = {}
-        for entry in _entries(folder, f"{self.kind} file"):
+        for entry in _entries(folder):
             name = entry.name
             if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
+                _confined(folder, entry, f"{self.kind} file")
                 position = int(name[len(prefix) : -3])
                 if position in files:
                     raise GateError(
