@@ -194,6 +194,7 @@ class _Progress:
     def stop(self, err: GateError):
         if self.error is None:
             self.error, self.error_iteration = err, self.current
+            log.debug("the stream stopped at iteration %s:", self.current, exc_info=err)  # --verbose: the traceback
 
     def until_error(self, stream):
         """Yields the stream's items until it raises a GateError or ``stop`` was called; logs progress."""
