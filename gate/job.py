@@ -437,6 +437,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> l
         raise GateError(f"{cfg.golden}: cannot create the golden folder ({err.strerror}).") from err
     try:
         runner = make_runner(cfg.reference_runner, cfg, name=cfg.reference_runner)
+        warned: set[str] = set()
         with runner:
             # As check feeds them: the model's inputs exactly (one line naming the file otherwise),
             # cast only where lossless (e.g. big-endian float32 to float32).
@@ -445,6 +446,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> l
                     outputs = runner.infer(coerce_feed_dict(feed_dict, runner.get_input_metadata()))
                 except GateError as err:
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
+                _warn_nan(outputs, index, inputs.location(index), warned)
                 _write(staging, layout, index, outputs)
         for path in existing:
             path.unlink()
@@ -460,6 +462,21 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> l
         raise GateError(f"{err.filename or cfg.golden}: cannot write golden outputs ({err.strerror}).") from err
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _warn_nan(outputs, index, where, warned: set) -> None:
+    """One warning per output whose recorded golden values hold NaN: a NaN never compares equal, so
+    every later check reports that output out of tolerance."""
+    for name, array in outputs.items():
+        array = np.asarray(array)
+        if name not in warned and array.dtype.kind in "fc" and np.isnan(array).any():
+            warned.add(name)
+            log.warning(
+                "golden output '%s' holds NaN at iteration %d (%s); every check will report it out of tolerance.",
+                name,
+                index,
+                where,
+            )
 
 
 def _write(folder, layout, index, outputs):

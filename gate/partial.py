@@ -94,8 +94,10 @@ def parse_shard(text: str, setting: str = "--shard") -> Shard:
     if not (sep and index.strip().isdigit() and count.strip().isdigit()):
         raise GateError(f"{setting} must look like 1/3 (shard i of n, 1-based), got {text!r}.")
     shard = Shard(int(index), int(count))
-    if shard.count < 1 or not 1 <= shard.index <= shard.count:
-        raise GateError(f"{setting} {raw}: the shard must be 1 to {max(shard.count, 1)} of {shard.count}.")
+    if shard.count < 1:
+        raise GateError(f"{setting} {raw}: the number of shards n must be at least 1 (shard i of n).")
+    if not 1 <= shard.index <= shard.count:
+        raise GateError(f"{setting} {raw}: the shard must be 1 to {shard.count} of {shard.count}.")
     return shard
 
 

@@ -144,6 +144,13 @@ def test_a_shard_spec_out_of_range_is_one_line_exit_2(gate_dir, capsys, spec):
     assert code == 2 and err.count("\n") == 1 and "--shard" in err and "Traceback" not in err
 
 
+def test_shard_spec_messages_say_what_is_wrong():
+    with pytest.raises(GateError, match=r"^--shard 1/0: the number of shards n must be at least 1 \(shard i of n\)\.$"):
+        parse_shard("1/0")
+    with pytest.raises(GateError, match=r"^--shard 4/3: the shard must be 1 to 3 of 3\.$"):
+        parse_shard("4/3")
+
+
 def test_more_shards_than_iterations_is_one_line_exit_2(gate_dir, capsys):
     code, _, err = run_cli(capsys, "check", gate_dir / "gate.toml", "--shard", "1/11")
     assert code == 2 and err.count("\n") == 1

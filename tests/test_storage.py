@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 from gate.data import open_tensor_set, write_iteration
 from gate.errors import GateError
@@ -161,3 +163,27 @@ def test_record_refuses_stored_inputs_that_are_not_the_models(tmp_path):
     ):
         record(cfg)
     assert not list((tmp_path / "golden").glob("*.npz"))
+
+
+def test_record_warns_once_per_output_about_nan_golden_values(tmp_path, caplog):
+    from gate.config import load_config
+    from gate.job import record
+
+    graph = helper.make_graph(
+        [helper.make_node("Sqrt", ["x"], ["y"])],
+        "sqrt",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    (tmp_path / "inputs").mkdir()
+    for i in range(3):
+        np.savez(tmp_path / "inputs" / f"{i}.npz", x=np.array([4.0, -1.0 if i else 1.0], np.float32))
+    cfg = load_config(write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n'))
+    with caplog.at_level("WARNING", logger="gate"):
+        record(cfg)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"golden output 'y' holds NaN at iteration 1 ({tmp_path / 'inputs' / '1.npz'}); every check will report "
+        "it out of tolerance."
+    ]
