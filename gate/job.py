@@ -283,9 +283,13 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'.")
     golden = open_tensor_set(cfg.golden, "output", output_names)
     if len(golden) != len(inputs):
+        hint = (
+            "every input needs its golden outputs ('accuracy-gate record --force' records them all anew)"
+            if len(golden) < len(inputs)
+            else "the extra golden iterations have no stored inputs; remove them"
+        )
         raise GateError(
-            f"{cfg.golden}: {len(golden)} golden iterations for {len(inputs)} stored inputs in {cfg.inputs}; "
-            "every input needs its golden outputs (run 'accuracy-gate record')."
+            f"{cfg.golden}: {len(golden)} golden iterations for {len(inputs)} stored inputs in {cfg.inputs}; {hint}."
         )
     shard.check_total(len(golden), cfg.golden)
     fingerprint = golden_fingerprint(golden) if partial else {"iterations": len(golden), "files_sha256": ""}

@@ -187,3 +187,18 @@ def test_record_warns_once_per_output_about_nan_golden_values(tmp_path, caplog):
         f"golden output 'y' holds NaN at iteration 1 ({tmp_path / 'inputs' / '1.npz'}); every check will report "
         "it out of tolerance."
     ]
+
+
+@pytest.mark.parametrize("golden_count, hint", [(1, "every input needs its golden outputs"), (3, "remove them")])
+def test_golden_and_input_counts_must_match(tmp_path, golden_count, hint):
+    from gate.config import load_config
+    from gate.job import check
+
+    make_small_model(tmp_path / "m.onnx")
+    for i in range(2):
+        write_iteration(tmp_path / "inputs", "npz", "input", i, OrderedDict(x=np.ones((1, 64), np.float32)))
+    for i in range(golden_count):
+        write_iteration(tmp_path / "golden", "npz", "output", i, tensors(i))
+    cfg = load_config(write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n'))
+    with pytest.raises(GateError, match=f"{golden_count} golden iterations for 2 stored inputs in .*; {hint}"):
+        check(cfg)
