@@ -386,6 +386,12 @@ def _report(args, result, junit, baseline) -> int:
 
 def _check_run_args(args, model_inputs) -> None:
     """``run``'s flags that contradict each other or name inputs the model lacks: one-line errors."""
+    from gate.config import check_tolerance, parse_per_output
+
+    for key in ("atol", "rtol"):
+        if getattr(args, key):
+            value = parse_per_output(getattr(args, key), _float, f"--{key}")
+            check_tolerance(None, key, value, lambda key, output="": f"--{key}")
     if args.load_inputs and (args.seed is not None or args.val_range or args.iterations is not None):
         given = "--seed" if args.seed is not None else "--val-range" if args.val_range else "--iterations"
         raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")

@@ -203,11 +203,17 @@ def _for_output(output: str) -> str:
     return f" (output '{_shown(output)}')" if output else ""
 
 
-def _check_tolerance(source, key, value, flag):
+def check_tolerance(source, key, value, flag):
+    """Every entry of a per-output tolerance is a non-negative finite number: an infinite one would
+    pass every finite output.
+
+    Raises:
+        GateError: naming ``flag(key, output)`` when a flag set the entry, else ``source`` and ``key``.
+    """
     for output, v in _entries(value):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             subject = flag(key, output) or f"{source}: '{key}'"
-            raise GateError(f"{subject} must be a non-negative number, got {v!r}{_for_output(output)}.")
+            raise GateError(f"{subject} must be a non-negative finite number, got {v!r}{_for_output(output)}.")
 
 
 def _flag_of(overrides: dict, flags: Mapping[str, str]):
@@ -272,7 +278,7 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     settings.setdefault("golden", settings["inputs"])
     for key in ("atol", "rtol"):
         if key in settings:
-            _check_tolerance(path, key, settings[key], flag)
+            check_tolerance(path, key, settings[key], flag)
     stat = settings.get("check_error_stat", "elemwise")
     for output, value in _entries(stat):
         if value not in CHECK_ERROR_STATS:

@@ -173,11 +173,23 @@ CATALOGUE = {
     ),
     "config: negative tolerance": (
         config_case(BASE + "[compare]\natol = -1\n"),
-        ["gate.toml", "'atol' must be a non-negative number, got -1"],
+        ["gate.toml", "'atol' must be a non-negative finite number, got -1"],
     ),
     "config: NaN tolerance": (
         config_case(BASE + "[compare]\nrtol = nan\n"),
-        ["gate.toml", "'rtol' must be a non-negative number, got nan"],
+        ["gate.toml", "'rtol' must be a non-negative finite number, got nan"],
+    ),
+    "config: infinite tolerance": (
+        config_case(BASE + "[compare]\natol = inf\n"),
+        ["gate.toml", "'atol' must be a non-negative finite number, got inf."],
+    ),
+    "config: tolerance too large for a float": (
+        config_case(BASE + "[compare]\nrtol = 1e400\n"),
+        ["gate.toml", "'rtol' must be a non-negative finite number, got inf."],
+    ),
+    "config: infinite tolerance for one output": (
+        config_case(BASE + '[compare]\natol = { "" = 1e-5, "y" = inf }\n'),
+        ["gate.toml", "'atol' must be a non-negative finite number, got inf (output 'y')."],
     ),
     "config: check_average with elemwise": (
         config_case(BASE + "[compare]\ncheck_average = true\n"),
@@ -188,10 +200,18 @@ CATALOGUE = {
         ["gate.toml", "atol names output 'outptu', which m.onnx does not have; its outputs are ['y', 's']"],
     ),
     # flags: named instead of gate.toml
-    "flag: negative tolerance": (flag_case("--atol", "-1"), ["--atol must be a non-negative number, got -1.0."]),
+    "flag: negative tolerance": (
+        flag_case("--atol", "-1"),
+        ["--atol must be a non-negative finite number, got -1.0."],
+    ),
     "flag: NaN tolerance for one output": (
         flag_case("--rtol", "1e-3", "y:nan"),
-        ["--rtol must be a non-negative number, got nan (output 'y')."],
+        ["--rtol must be a non-negative finite number, got nan (output 'y')."],
+    ),
+    "flag: infinite tolerance": (flag_case("--atol", "inf"), ["--atol must be a non-negative finite number, got inf."]),
+    "flag: tolerance too large for a float": (
+        flag_case("--rtol", "s:1e400"),
+        ["--rtol must be a non-negative finite number, got inf (output 's')."],
     ),
     "flag: unknown statistic": (
         flag_case("--check-error-stat", "max", "s:maximum"),

@@ -175,10 +175,16 @@ def test_cli_tolerances_merge_over_gate_toml_and_split_like_the_readme_says(tmp_
     [
         # gate.toml's bad entry stays gate.toml's, whatever flags set the other outputs
         ('[compare]\natol = { "" = 1e-5, "s" = -1 }\n', ("--atol", "1e-3"),
-         "{cfg}: 'atol' must be a non-negative number, got -1 (output 's')."),
+         "{cfg}: 'atol' must be a non-negative finite number, got -1 (output 's')."),
         # a flag's entry for an output is the flag's, over a good one in gate.toml
         ('[compare]\natol = { "" = 1e-5, "s" = 1e-4 }\n', ("--atol", "s:-1"),
-         "--atol must be a non-negative number, got -1.0 (output 's')."),
+         "--atol must be a non-negative finite number, got -1.0 (output 's')."),
+        # an infinite tolerance would pass every finite output
+        ("[compare]\natol = inf\n", (), "{cfg}: 'atol' must be a non-negative finite number, got inf."),
+        ("[compare]\nrtol = 1e400\n", (), "{cfg}: 'rtol' must be a non-negative finite number, got inf."),
+        ('[compare]\natol = { "" = 1e-5, "s" = inf }\n', ("--atol", "1e-3"),
+         "{cfg}: 'atol' must be a non-negative finite number, got inf (output 's')."),
+        ("", ("--rtol", "1e-3", "y:inf"), "--rtol must be a non-negative finite number, got inf (output 'y')."),
         ('[compare]\ncheck_average = true\n', ("--check-error-stat", "y:max"),
          "--check-error-stat: check_average needs a default check_error_stat (an entry without an output name, "
          "e.g. max): outputs not listed would be checked elemwise, which cannot be averaged."),

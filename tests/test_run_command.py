@@ -122,6 +122,15 @@ def test_mark_all_finds_the_first_layer_that_diverges(tmp_path, monkeypatch):
             "run: argument --seed: invalid int value: 'abc' (see 'accuracy-gate run --help')",
         ),
         (("--onnxrt", "--load-inputs", EXAMPLE / "data", "--load-outputs", EXAMPLE / "data", "--atol", "x:1"), "x"),
+        # an infinite tolerance passes every finite output: refused before any work, naming the flag
+        (
+            ("--onnxrt", "--onnxrt", "--atol", "inf"),
+            "accuracy-gate: error: --atol must be a non-negative finite number, got inf.",
+        ),
+        (
+            ("--onnxrt", "--onnxrt", "--rtol", "1e-3", "y:1e400"),
+            "accuracy-gate: error: --rtol must be a non-negative finite number, got inf (output 'y').",
+        ),
     ],
 )
 def test_run_flag_mistakes_are_one_line(tmp_path, args, message):
