@@ -21,10 +21,13 @@ overrides)``); per-output values use ``polygraphy run``'s ``[<output>:]<value>``
 
     [report]
     junit = "accuracy-gate-junit.xml"   # relative to the working directory
+
+A file saved with a UTF-8 byte-order mark is read as if it had none.
 """
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import math
 import sys
@@ -233,6 +236,21 @@ def _flag_of(overrides: dict, flags: Mapping[str, str]):
     return flag
 
 
+def _read_text(path: Path) -> str:
+    """The config's text; a UTF-8 byte-order mark (as some Windows editors save) is dropped."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as err:
+        raise GateError(f"{path}: config file not found.") from err
+    except OSError as err:
+        raise GateError(f"{path}: cannot read the config file ({err.strerror}).") from err
+    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[bom:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise GateError(f"{path}: not UTF-8 text (byte {bom + err.start}); save the config as UTF-8.") from err
+
+
 def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | None = None) -> GateConfig:
     """Reads ``gate.toml`` and applies ``overrides`` (flat keys as in ``GateConfig``; values already
     parsed, paths relative to the working directory). ``flags`` names where each override came from
@@ -246,14 +264,7 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
             check_error_stat or runner; check_average with elemwise.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise GateError(f"{path}: config file not found.") from err
-    except OSError as err:
-        raise GateError(f"{path}: cannot read the config file ({err.strerror}).") from err
-    except UnicodeDecodeError as err:
-        raise GateError(f"{path}: not UTF-8 text (byte {err.start}); save the config as UTF-8.") from err
+    text = _read_text(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

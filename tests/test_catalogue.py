@@ -124,6 +124,11 @@ def latin1_config(tmp):
     return tmp / "gate.toml", ()
 
 
+def bom_latin1_config(tmp):
+    (tmp / "gate.toml").write_bytes(b'\xef\xbb\xbf# caf\xe9\nmodel = "m.onnx"\n')
+    return tmp / "gate.toml", ()
+
+
 def corrupt_json(tmp):
     make_small_model(tmp / "m.onnx")
     (tmp / "golden.json").write_text('{"lst": [', encoding="utf-8")
@@ -190,6 +195,10 @@ CATALOGUE = {
     "config: infinite tolerance for one output": (
         config_case(BASE + '[compare]\natol = { "" = 1e-5, "y" = inf }\n'),
         ["gate.toml", "'atol' must be a non-negative finite number, got inf (output 'y')."],
+    ),
+    "config: not UTF-8 after a byte-order mark": (
+        bom_latin1_config,
+        ["gate.toml", "not UTF-8 text (byte 8); save the config as UTF-8."],
     ),
     "config: check_average with elemwise": (
         config_case(BASE + "[compare]\ncheck_average = true\n"),

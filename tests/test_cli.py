@@ -354,3 +354,27 @@ def test_progress_lines_for_long_jobs(example, monkeypatch, capsys):
     assert lines[-1].startswith("progress: 8/8 iterations (100%)") and lines[-1].endswith("ETA 0 s")
     assert all("\r" not in line for line in lines)
     assert job.progress_line(0, 10, 0.0) == "progress: 0/10 iterations (0%), 0.0 it/s, ETA unknown"
+
+
+def recorded_case(folder, iterations=2, extra=""):
+    """m.onnx, ``iterations`` stored inputs and their recorded golden outputs; returns gate.toml."""
+    folder.mkdir(parents=True, exist_ok=True)
+    make_small_model(folder / "m.onnx")
+    (folder / "inputs").mkdir()
+    for i in range(iterations):
+        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), 0.5 * i, np.float32))
+    cfg = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    return write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n' + extra)
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
+    cfg = recorded_case(tmp_path)
+    cfg.write_bytes("\ufeff".encode() + cfg.read_bytes())
+    proc = run_cli("check", cfg, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "PASSED: 2 of 2 outputs within tolerance over 2 iterations" in proc.stdout
+    cfg.write_bytes("\ufeff".encode() + b"# caf\xe9\n")  # a wrong byte after the mark is counted from the file's start
+    assert one_line_error(run_cli("check", cfg)) == (
+        f"accuracy-gate: error: {cfg}: not UTF-8 text (byte 8); save the config as UTF-8."
+    )
