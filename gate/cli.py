@@ -153,7 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trt", dest="runner_flags", action="append_const", const="trt", help="add TensorRT")
     run.add_argument("--load-outputs", "--load-results", metavar="PATH", help="golden outputs (file or folder)")
     run.add_argument("--load-inputs", metavar="PATH", help="stored inputs (file or folder) instead of synthetic ones")
-    run.add_argument("--iterations", "--iters", type=int, metavar="N", help="synthetic iterations (default 1)")
+    run.add_argument(
+        "--iterations",
+        "--iters",
+        type=int,
+        metavar="N",
+        help="synthetic iterations (default 1; with --load-outputs, the number of iterations in the loaded golden "
+        "outputs, which N must equal)",
+    )
     run.add_argument("--seed", type=int, help="seed of the synthetic inputs (default 1, as Polygraphy)")
     run.add_argument("--val-range", nargs="+", metavar="[NAME:][LO,HI]", help="synthetic value ranges")
     _add_onnxrt(run)

@@ -216,3 +216,10 @@ def test_loaded_golden_outputs_beside_synthetic_inputs_keep_their_own_file_names
         "accuracy-gate: error: could not compare 'y' (has shape (1, 64) but the reference has shape (1, 32) at "
         f"iteration 3 (synthetic inputs, --seed 1, golden {tmp_path}/golden/3.npz))"
     )
+
+
+def test_iterations_help_gives_the_default_with_loaded_golden_outputs():
+    proc = run_cli("run", "--help")
+    help_text = " ".join(proc.stdout.split())
+    assert "synthetic iterations (default 1; with --load-outputs, the number of iterations in the loaded golden " \
+        "outputs, which N must equal)" in help_text  # fmt: skip
