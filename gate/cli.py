@@ -3,6 +3,12 @@
 Flags use ``polygraphy run``'s names (``--atol``, ``--rtol``, ``--check-error-stat``, per-output
 ``name:value``). Exit codes: 0 all passed, 1 accuracy regressed, 2 could not evaluate (any user
 mistake: one line on stderr, no traceback unless ``--verbose`` or ``RUNNER_DEBUG=1``).
+
+Report paths (``--junit``, ``--markdown``, ``--report``, ``--write-partial``, ``[report] junit``) stay
+inside the confinement root and off the files the gate reads (``gate.paths.require_output``). When
+``check``, ``run`` or ``merge`` stops with an error before it has a result, the JUnit file (and the
+Markdown and results files asked for) still get the error, so that no file of an earlier passing run
+is left behind to read as green.
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ import math
 import os
 import sys
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gate
 from gate.errors import GateError
+from gate.paths import DEFAULT_JUNIT, confinement_root, require_output
 
 EXIT_ERROR = 2
 
@@ -43,8 +51,9 @@ def _add_common(parser):
     parser.add_argument(
         "--root",
         metavar="DIR",
-        help="folder every model/inputs/golden path must stay inside (default: $GITHUB_WORKSPACE, else the "
-        "config file's folder)",
+        help="folder every model/inputs/golden path and report file must stay inside (default: "
+        "$GITHUB_WORKSPACE, else the config file's folder; the default JUnit path in the working directory "
+        "is always allowed)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
@@ -166,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_onnxrt(run)
     _add_comparison(run)
     run.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
+    _add_output_root(run)
     run.add_argument(
         "--mark-all",
         action="store_true",
@@ -179,11 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="combine the partial result files of every shard and report once (exit 0 pass, 1 fail, 2 error)",
     )
     merge.add_argument("partials", nargs="+", metavar="PARTIAL", help="partial result files, or folders of them")
-    merge.add_argument("--junit", metavar="PATH", default="accuracy-gate-junit.xml", help="where to write JUnit XML")
+    merge.add_argument("--junit", metavar="PATH", help=f"where to write JUnit XML (default {DEFAULT_JUNIT})")
     merge.add_argument("--markdown", metavar="PATH", help="also write the Markdown report to this file")
     merge.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     merge.add_argument("--write-partial", metavar="PATH", help="write the merged run as one partial result file")
     merge.add_argument("--title", help="heading of the Markdown report (default: the shards' title)")
+    _add_output_root(merge)
     _add_baseline(merge)
     merge.add_argument("-v", "--verbose", action="store_true", help="print tracebacks and debug logs")
 
@@ -193,6 +204,14 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--reference-runner", choices=["onnxrt"], help="the runner whose outputs become golden")
     record.add_argument("--layout", choices=["onnx-zoo", "npz"], help="golden layout (default: the inputs' layout)")
     return parser
+
+
+def _add_output_root(parser):
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="folder every report file must stay inside (default: $GITHUB_WORKSPACE, else the working directory)",
+    )
 
 
 def _add_baseline(parser):
@@ -274,11 +293,125 @@ def flag_names(overrides: dict) -> dict:
     return {**{key: "--" + key.replace("_", "-") for key in overrides}, "trt.engine": "--trt-engine"}
 
 
-def _load_config(args):
+def _load_config(args, progress: dict | None = None):
     from gate.config import load_config
 
     overrides = overrides_from_args(args)
-    return load_config(args.config, overrides, flag_names(overrides))
+    return load_config(args.config, overrides, flag_names(overrides), progress)
+
+
+@dataclass
+class _Reports:
+    """Where ``check``, ``run`` and ``merge`` write their reports, for the error path of :func:`main`:
+    an error before a result exists still gets a JUnit file (and the Markdown and results files asked
+    for), so that no file of an earlier passing run stays behind as green evidence."""
+
+    model: str = "model"  # names the error testcase
+    progress: dict = field(default_factory=dict)  # load_config's (check)
+    paths: dict | None = None  # kind -> path (None: not asked for), once every report path passed its checks
+    reported: bool = False  # a result is being reported: the error path writes nothing
+
+
+_KINDS = {"junit": "--junit", "markdown": "--markdown", "report": "--report"}
+_REPORT_START = {"junit": b"<?xml", "markdown": b"## ", "report": b'{"schema":"accuracy-gate-report"'}
+
+
+def _report_paths(args, root, protected, junit, partial_default=None) -> dict:
+    """The checked report paths (``gate.paths.require_output``): ``junit`` as given (already checked),
+    ``--markdown``, ``--report`` and ``--write-partial`` where the command has them.
+
+    Raises:
+        GateError: a path outside ``root`` or over what the gate reads, naming the flag.
+    """
+    paths = {"junit": junit}
+    for kind in ("markdown", "report"):
+        value = getattr(args, kind, None)
+        paths[kind] = require_output(Path(value), root, _KINDS[kind], protected) if value else None
+    if getattr(args, "write_partial", None):
+        require_output(Path(args.write_partial), root, "--write-partial", protected, default=partial_default)
+    return paths
+
+
+_READS = {
+    "check": (("model", "the model"), ("inputs", "the stored inputs"), ("golden", "the golden outputs")),
+    "run": (
+        ("model", "the model"),
+        ("load_inputs", "the loaded inputs"),
+        ("load_outputs", "the loaded golden outputs"),
+    ),
+    "merge": (("partials", "the partial result files being merged"),),
+}
+
+
+def _reads(args) -> list:
+    """``(path, description)`` of the files a command's flags make it read, besides gate.toml's."""
+    reads = [(path, "the baseline") for path in getattr(args, "baseline", None) or []]
+    for key, what in _READS.get(args.command, ()):
+        value = getattr(args, key)
+        reads += [(path, what) for path in ([] if value is None else value if isinstance(value, list) else [value])]
+    return reads
+
+
+def _error_paths(args, reports: _Reports) -> dict:
+    """Where an error that stopped the command before its report paths were checked may be written:
+    each path that passes the checks (others are left out); where gate.toml could not be read (its model
+    and data paths unknown), only a path with no file yet or with a report of the same kind."""
+    progress = reports.progress
+    if args.command == "check":
+        root = progress.get("root") or confinement_root(Path(args.config), args.root)
+    else:
+        root = confinement_root(None, args.root)
+    protected = progress.get("protected", [(Path(args.config), "the config file")] if args.command == "check" else [])
+    protected = protected + _reads(args)
+    known = args.command != "check" or progress.get("complete", False)
+    paths = {}
+    for kind, flag in _KINDS.items():
+        value = getattr(args, kind, None)
+        try:
+            if kind == "junit" and "junit" in progress:
+                path = progress["junit"]  # checked by load_config (None: refused)
+            elif kind == "junit":
+                path = _junit(args, root, protected)
+            else:
+                path = require_output(Path(value), root, flag, protected) if value else None
+        except GateError:
+            path = None
+        if path is not None and not known:
+            try:
+                with open(path, "rb") as file:
+                    path = path if file.read(64).startswith(_REPORT_START[kind]) else None
+            except FileNotFoundError:
+                pass
+            except OSError:
+                path = None
+        paths[kind] = path
+    return paths
+
+
+def _write_error_reports(args, reports: _Reports, message: str) -> None:
+    """The error as the only testcase of the JUnit file (as the action writes it), and in the Markdown
+    and results files asked for; a file that cannot be written is left (the error line said why the
+    gate could not evaluate)."""
+    from gate.report import render_markdown, write_junit
+    from gate.report.json_report import write_report
+    from gate.results import ERROR, GateResult
+
+    result = GateResult(model=reports.model, status=ERROR, message=message)
+    paths = reports.paths if reports.paths is not None else _error_paths(args, reports)
+    writers = {
+        "junit": lambda p: write_junit(result, p),
+        "markdown": lambda p: Path(p).write_text(render_markdown(result), "utf-8"),
+        "report": lambda p: write_report(result, p),
+    }
+    for kind, path in paths.items():
+        if path is None:
+            continue
+        try:
+            _write_report(path, kind, writers[kind])
+        except GateError:
+            continue
+        if kind == "junit":
+            print(f"JUnit: {path}")
 
 
 def _write_report(path, what, write):
@@ -326,31 +459,37 @@ def trt_overrides(args) -> dict:
     }
 
 
-def run_check(args) -> int:
+def run_check(args, reports: _Reports) -> int:
     from gate.job import check
-    from gate.partial import parse_shard, write_partial
+    from gate.partial import default_partial_name, parse_shard, write_partial
 
+    reports.model = Path(args.model or args.config).name
     shard = parse_shard(args.shard) if args.shard is not None else None
+    partial_default = default_partial_name(shard) if shard is not None else None
     if shard is not None and shard.count > 1 and not args.write_partial:
-        from gate.partial import default_partial_name
-
-        args.write_partial = default_partial_name(shard)  # a shard's results only count once merged
+        args.write_partial = partial_default  # a shard's results only count once merged
+    cfg = _load_config(args, reports.progress)
+    reports.model = cfg.model.name
+    protected = reports.progress["protected"] + _reads(args)
+    reports.paths = _report_paths(args, reports.progress["root"], protected, cfg.junit, partial_default)
     baseline = _baseline(args)
-    cfg = _load_config(args)
     result = check(cfg, shard, partial=bool(args.write_partial))
     if args.write_partial:
         print(f"partial result file: {write_partial(result.run, args.write_partial)}")
-    code = _report(args, result, cfg.junit, baseline)
+    code = _report(args, result, reports, baseline)
     if shard is not None and shard.count > 1 and code != EXIT_ERROR:
         print(f"shard {shard} evaluated; the verdict over all iterations comes from 'accuracy-gate merge'.")
         return 0
     return code
 
 
-def run_merge(args) -> int:
+def run_merge(args, reports: _Reports) -> int:
     from gate.merge import merge_files
     from gate.partial import result_of, write_partial
 
+    reports.model = "merge"
+    root, protected = confinement_root(None, args.root), _reads(args)
+    reports.paths = _report_paths(args, root, protected, _junit(args, root, protected))
     baseline = _baseline(args)
     run = merge_files(args.partials)
     if args.title:
@@ -358,7 +497,18 @@ def run_merge(args) -> int:
     result = result_of(run)
     if args.write_partial:
         print(f"partial result file: {write_partial(run, args.write_partial)}")
-    return _report(args, result, args.junit, baseline)
+    return _report(args, result, reports, baseline)
+
+
+def _junit(args, root, protected) -> Path:
+    """``--junit``, else the default path, checked (``gate.paths.require_output``).
+
+    Raises:
+        GateError: the path leads outside ``root`` or over what the gate reads.
+    """
+    if args.junit:
+        return require_output(Path(args.junit), root, "--junit", protected, default=DEFAULT_JUNIT)
+    return require_output(Path(DEFAULT_JUNIT), root, "the default JUnit path", default=DEFAULT_JUNIT)
 
 
 def _baseline(args):
@@ -369,8 +519,9 @@ def _baseline(args):
     return (load_baseline(args.baseline) if args.baseline else None), fail_on, margins
 
 
-def _report(args, result, junit, baseline) -> int:
-    """Applies the baseline, prints the table and writes the report files; returns the exit code."""
+def _report(args, result, reports: _Reports, baseline) -> int:
+    """Applies the baseline, prints the table and writes the report files (``reports.paths``, checked);
+    returns the exit code."""
     from gate.baseline import apply_baseline
     from gate.report import render_markdown, render_text, write_junit
 
@@ -380,14 +531,18 @@ def _report(args, result, junit, baseline) -> int:
     print(render_text(result))
     if result.status == "error":
         print(f"accuracy-gate: error: {result.message}", file=sys.stderr)
-    path = _write_report(junit, "JUnit file", lambda p: write_junit(result, p))
+    paths = reports.paths
+    reports.reported = True  # from here on the files hold this result, or a write error says why not
+    path = _write_report(paths["junit"], "JUnit file", lambda p: write_junit(result, p))
     print(f"JUnit: {path}")
-    if args.markdown:
-        _write_report(args.markdown, "Markdown report", lambda p: Path(p).write_text(render_markdown(result), "utf-8"))
-    if getattr(args, "report", None):
+    if paths["markdown"]:
+        _write_report(
+            paths["markdown"], "Markdown report", lambda p: Path(p).write_text(render_markdown(result), "utf-8")
+        )
+    if paths["report"]:
         from gate.report.json_report import write_report
 
-        _write_report(args.report, "results file", lambda p: write_report(result, p))
+        _write_report(paths["report"], "results file", lambda p: write_report(result, p))
     return result.exit_code
 
 
@@ -437,12 +592,16 @@ def parse_val_range(values) -> dict | None:
     return ranges
 
 
-def run_run(args) -> int:
+def run_run(args, reports: _Reports) -> int:
     from gate.backend.trt.settings import parse_shape_args
     from gate.config import GateConfig, parse_per_output
     from gate.job import model_io_names
     from gate.run import run
 
+    reports.model = Path(args.model).name
+    root, protected = confinement_root(None, args.root), _reads(args)
+    junit = _junit(args, root, protected)
+    reports.paths = _report_paths(args, root, protected, junit)
     _check_run_args(args, model_io_names(Path(args.model).resolve())[0])
     trt = {key: value for key, value in trt_overrides(args).items() if value is not None}
     cfg = GateConfig(
@@ -461,7 +620,7 @@ def run_run(args) -> int:
         check_average=bool(args.check_average),
         infinities_compare_equal=args.infinities_compare_equal is not False,
         validate=bool(args.validate),
-        junit=Path(args.junit or "accuracy-gate-junit.xml"),
+        junit=junit,
         title=args.title or "",
         trt=trt,
     )
@@ -477,7 +636,7 @@ def run_run(args) -> int:
         val_range=val_range,
         input_shapes=input_shapes,
     )
-    code = _report(args, result, cfg.junit, (None, None, None))
+    code = _report(args, result, reports, (None, None, None))
     if args.mark_all:
         from gate.data import open_tensor_set
         from gate.job import model_io_names
@@ -492,7 +651,7 @@ def run_run(args) -> int:
     return code
 
 
-def run_record(args) -> int:
+def run_record(args, reports: _Reports) -> int:
     from gate.job import record
 
     cfg = _load_config(args)
@@ -506,12 +665,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
+    reports = _Reports()
     try:
-        return {"check": run_check, "merge": run_merge, "record": run_record, "run": run_run}[args.command](args)
+        command = {"check": run_check, "merge": run_merge, "record": run_record, "run": run_run}[args.command]
+        return command(args, reports)
     except GateError as err:
         if verbose:
             traceback.print_exc()
         print(f"accuracy-gate: error: {err}", file=sys.stderr)
+        if args.command != "record" and not reports.reported:
+            _write_error_reports(args, reports, str(err))
         return EXIT_ERROR
     except BrokenPipeError:  # e.g. `accuracy-gate check ... | head`: the reader went away
         sys.stderr.close()

@@ -20,7 +20,7 @@ overrides)``); per-output values use ``polygraphy run``'s ``[<output>:]<value>``
     validate = false              # a NaN in any output stops evaluation (could not evaluate)
 
     [report]
-    junit = "accuracy-gate-junit.xml"   # relative to the working directory
+    junit = "accuracy-gate-junit.xml"   # relative to the working directory, inside the confinement root
 
 A file saved with a UTF-8 byte-order mark is read as if it had none.
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
-from gate.paths import confinement_root, require_inside
+from gate.paths import DEFAULT_JUNIT, confinement_root, require_inside, require_output
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -251,29 +251,85 @@ def _read_text(path: Path) -> str:
         raise GateError(f"{path}: not UTF-8 text (byte {bom + err.start}); save the config as UTF-8.") from err
 
 
-def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | None = None) -> GateConfig:
+_READ = {
+    "model": "the model",
+    "inputs": "the stored inputs",
+    "golden": "the golden outputs",
+    "engine": "the TensorRT engine",
+}
+
+
+def _read_paths(path: Path, data: dict, overrides: dict) -> list[tuple[Path, str]]:
+    """``(path, description)`` of each file and folder the configuration makes the gate read (the
+    config, model, stored inputs, golden outputs, TensorRT engine), taken from gate.toml's table
+    before its values are checked, so that no report is written over them even when a check fails."""
+    base = path.resolve().parent
+    trt = data.get("trt") if isinstance(data.get("trt"), dict) else {}
+    values = {key: data.get(key) for key in ("model", "inputs", "golden")} | {"engine": trt.get("engine")}
+    named = {key: base / value for key, value in values.items() if isinstance(value, str)}
+    for key in ("model", "inputs", "golden"):
+        if overrides.get(key) is not None:
+            named[key] = Path(overrides[key]).resolve()
+    if (overrides.get("trt") or {}).get("engine") is not None:
+        named["engine"] = base / overrides["trt"]["engine"]
+    named.setdefault("golden", named.get("inputs"))
+    return [(path, "the config file")] + [(named[key], what) for key, what in _READ.items() if named.get(key)]
+
+
+def _junit_path(data: dict, overrides: dict, flag, root: Path, protected) -> Path:
+    """The JUnit path (``--junit``, else ``[report] junit``, else the default), checked like every
+    report path (``gate.paths.require_output``).
+
+    Raises:
+        GateError: it leads outside ``root`` or over a file or into a folder the gate reads.
+    """
+    if overrides.get("junit") is not None:
+        value, what = overrides["junit"], flag("junit") or "'report.junit'"
+    else:
+        report = data.get("report") if isinstance(data.get("report"), dict) else {}
+        value, what = report.get("junit"), "'report.junit'"
+        if not isinstance(value, str):  # absent, or a wrong type that _flatten reports
+            return require_output(Path(DEFAULT_JUNIT), root, "the default JUnit path", default=DEFAULT_JUNIT)
+    return require_output(Path(value), root, what, protected, default=DEFAULT_JUNIT)
+
+
+def load_config(
+    path, overrides: dict | None = None, flags: Mapping[str, str] | None = None, progress: dict | None = None
+) -> GateConfig:
     """Reads ``gate.toml`` and applies ``overrides`` (flat keys as in ``GateConfig``; values already
     parsed, paths relative to the working directory). ``flags`` names where each override came from
     (``{"atol": "--atol"}``; ``"trt.engine"`` for a [trt] key): an error about a value set that way
     names it, one about a value written in gate.toml names the file and the key (as it does for an
     override without a name).
 
+    ``progress``, when given, is filled as reading goes on, for a caller that reports an error in
+    files: ``"root"`` (the confinement root), ``"protected"`` (``(path, description)`` of what the gate
+    reads; all of it once ``"complete"`` is True, i.e. once the file is read as TOML) and
+    ``"junit"`` (the JUnit path once it passed its checks; None when it failed them).
+
     Raises:
         GateError: the file is missing or not TOML; an unknown key (with a suggestion); a value of
-            the wrong type; a missing ``model``/``inputs``; a negative or NaN tolerance; an unknown
-            check_error_stat or runner; check_average with elemwise.
+            the wrong type; a missing ``model``/``inputs``; a negative, NaN or infinite tolerance; an
+            unknown check_error_stat or runner; check_average with elemwise; a path outside the
+            confinement root; a JUnit path over a file or inside a folder the gate reads.
     """
     path = Path(path)
+    progress = {} if progress is None else progress
+    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
+    flag = _flag_of(overrides, flags or {})
+    root = confinement_root(path, overrides.pop("root", None))
+    progress.update(root=root, protected=[(path, "the config file")], complete=False)
     text = _read_text(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise GateError(f"{path}: not valid TOML ({err}).") from err
+    protected = _read_paths(path, data, overrides)
+    progress.update(protected=protected, complete=True, junit=None)  # None: refused, unless it passes
+    progress["junit"] = _junit_path(data, overrides, flag, root, protected)
     flat = _flatten(data, path)
     base = path.resolve().parent
     settings = {key: base / value if key in ("model", "inputs", "golden") else value for key, value in flat.items()}
-    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
-    flag = _flag_of(overrides, flags or {})
     for key, value in overrides.items():
         if key in ("model", "inputs", "golden", "junit"):
             value = Path(value).resolve()
@@ -336,7 +392,6 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
         raise GateError(f"{flag('runners') or path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
     if "junit" in settings:
         settings["junit"] = Path(settings["junit"])
-    root = confinement_root(path, settings.pop("root", None))
     for key in ("model", "inputs", "golden"):
         require_inside(settings[key], root, flag(key) or f"'{key}'")
     trt = settings.get("trt", {})

@@ -1,6 +1,6 @@
 """Path confinement: a CI gate reads other people's files, so no path from a config, a CLI flag or
 a stored-data folder may lead outside the folder it belongs to (by ``..``, an absolute path or a
-symlink)."""
+symlink), and no report the gate writes may land outside it or over a file the gate reads."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ from pathlib import Path
 
 from gate.errors import GateError
 
+DEFAULT_JUNIT = "accuracy-gate-junit.xml"
+"""Where the JUnit file goes when no path is given: the working directory."""
 
-def confinement_root(config_path: Path, explicit=None) -> Path:
+
+def confinement_root(config_path: Path | None, explicit=None) -> Path:
     """The folder every configured path must stay inside: ``explicit`` (``--root``) if given, else
-    ``GITHUB_WORKSPACE`` in GitHub Actions, else the config file's folder."""
+    ``GITHUB_WORKSPACE`` in GitHub Actions, else the config file's folder (without a config file,
+    as for ``run`` and ``merge``: the working directory)."""
     if explicit:
         return Path(explicit).resolve()
     workspace = os.environ.get("GITHUB_WORKSPACE")
     if workspace:
         return Path(workspace).resolve()
+    if config_path is None:
+        return Path.cwd().resolve()
     return Path(config_path).resolve().parent
 
 
@@ -33,3 +39,34 @@ def require_inside(path: Path, root: Path, what: str) -> Path:
         via = " (through a symlink)" if Path(os.path.abspath(path)) != resolved else ""
         raise GateError(f"{path}: {what} resolves outside {real_root}{via}; paths must stay inside it.")
     return resolved
+
+
+def is_default_path(path, default) -> bool:
+    """Whether ``path`` is the report's ``default`` path in the working directory (and not a symlink
+    there, which could lead anywhere): the gate writes there without being told, so naming it
+    explicitly (``[report] junit = "accuracy-gate-junit.xml"``) is allowed wherever the config is."""
+    return default is not None and os.path.abspath(path) == os.path.abspath(default) and not os.path.islink(path)
+
+
+def require_output(path, root: Path, what: str, protected=(), default=None) -> Path:
+    """Returns ``path`` (as given) when a report may be written there: it lies inside ``root`` (or
+    is the report's ``default`` path, see :func:`is_default_path`), and it is not one of the files
+    the gate reads nor inside one of its folders. ``protected`` holds ``(path, description)`` of
+    each, e.g. ``(model, "the model")``; ``what`` names the flag or key that gave the path.
+
+    Raises:
+        GateError: it resolves outside ``root``, or would overwrite or write among what the gate reads.
+    """
+    if not is_default_path(path, default):
+        require_inside(path, root, what)
+    resolved = Path(os.path.realpath(path))
+    for source, description in protected:
+        real = Path(os.path.realpath(source))
+        if resolved == real:
+            where = f"would overwrite {description}"
+        elif real in resolved.parents:
+            where = f"lies inside {description} ({real})"
+        else:
+            continue
+        raise GateError(f"{path}: {what} {where}; reports must stay out of the files and folders the gate reads.")
+    return Path(path)

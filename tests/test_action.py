@@ -761,6 +761,28 @@ def test_path_inputs_escaping_the_workspace_are_refused(workspace, fake, tmp_pat
     assert fake.calls_to("POST")  # the error is still reported on the pull request
 
 
+@pytest.mark.parametrize("how", ["dotdot", "absolute"])
+def test_report_junit_of_gate_toml_cannot_leave_the_workspace(workspace, fake, tmp_path, how):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    junit = "../outside/escape.xml" if how == "dotdot" else str(outside / "escape.xml")
+    config = Path(workspace.config)
+    config.write_text(
+        config.read_text(encoding="utf-8").replace('junit = "accuracy-gate-junit.xml"', f'junit = "{junit}"')
+    )
+
+    run = workspace.run(INPUT_JUNIT_PATH=None)  # the JUnit path comes from gate.toml's [report] junit
+
+    assert run.code == 2
+    expected = f"{junit}: 'report.junit' resolves outside {workspace.root}; paths must stay inside it."
+    assert run.final == f"::error title=accuracy-gate::could not evaluate: {expected}"
+    assert list(outside.iterdir()) == []  # nothing was written outside
+    # The error is reported in the default JUnit file, inside the workspace.
+    [(name, [error])] = junit_results(workspace.root / "accuracy-gate-junit.xml")
+    assert isinstance(error, Error) and error.message == expected
+    assert run.outputs["junit_path"] == "accuracy-gate-junit.xml" and run.report["message"] == expected
+
+
 def test_relative_path_inputs_are_relative_to_the_workspace(workspace, fake, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -129,6 +129,16 @@ def bom_latin1_config(tmp):
     return tmp / "gate.toml", ()
 
 
+def report_case(flag, where):
+    """A report flag naming ``where(tmp)``: refused before anything runs, naming the flag."""
+
+    def setup(tmp):
+        make_small_model(tmp / "m.onnx")
+        return write_gate_toml(tmp, BASE), (flag, str(where(tmp)))
+
+    return setup
+
+
 def corrupt_json(tmp):
     make_small_model(tmp / "m.onnx")
     (tmp / "golden.json").write_text('{"lst": [', encoding="utf-8")
@@ -221,6 +231,27 @@ CATALOGUE = {
     "flag: tolerance too large for a float": (
         flag_case("--rtol", "s:1e400"),
         ["--rtol must be a non-negative finite number, got inf (output 's')."],
+    ),
+    # report paths: inside the confinement root, never over what the gate reads
+    "report path: --junit outside the config's folder": (
+        report_case("--junit", lambda tmp: tmp.parent / "escape.xml"),
+        ["escape.xml: --junit resolves outside", "; paths must stay inside it."],
+    ),
+    "report path: --markdown outside the config's folder": (
+        report_case("--markdown", lambda tmp: "/tmp/accuracy-gate-catalogue.md"),
+        ["/tmp/accuracy-gate-catalogue.md: --markdown resolves outside", "; paths must stay inside it."],
+    ),
+    "report path: --report over the config": (
+        report_case("--report", lambda tmp: tmp / "gate.toml"),
+        ["gate.toml: --report would overwrite the config file; reports must stay out of the files and folders"],
+    ),
+    "report path: --junit over the model": (
+        report_case("--junit", lambda tmp: tmp / "m.onnx"),
+        ["m.onnx: --junit would overwrite the model; reports must stay out of the files and folders the gate reads."],
+    ),
+    "report path: --write-partial inside the inputs": (
+        report_case("--write-partial", lambda tmp: tmp / "inputs" / "p.json"),
+        ["inputs/p.json: --write-partial lies inside the stored inputs (", "/inputs); reports must stay out of"],
     ),
     "flag: unknown statistic": (
         flag_case("--check-error-stat", "max", "s:maximum"),

@@ -3,6 +3,8 @@ mismatched golden set regresses (exit 1), missing data or bad config cannot eval
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import pytest
@@ -29,9 +31,11 @@ def small_case(folder, x, golden):
 
 
 def test_shipped_example_passes(tmp_path):
-    junit = tmp_path / "junit.xml"
-    proc = run_cli("check", EXAMPLE / "gate.toml", "--junit", junit)
+    # From a working directory outside the config's folder: [report] junit names the default path there.
+    junit = tmp_path / "accuracy-gate-junit.xml"
+    proc = run_cli("check", EXAMPLE / "gate.toml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("JUnit: accuracy-gate-junit.xml")
     assert EXAMPLE_OUTPUT in proc.stdout
     assert "8 iterations" in proc.stdout and "PASSED" in proc.stdout
     xml = JUnitXml.fromfile(str(junit))
@@ -48,7 +52,7 @@ def test_shipped_example_passes(tmp_path):
 
 def test_perturbed_golden_regresses_and_names_the_output(example, tmp_path):
     perturb_golden(example / "data" / "test_data_set_5" / "output_0.pb")
-    junit = tmp_path / "junit.xml"
+    junit = example / "junit.xml"
     proc = run_cli("check", example / "gate.toml", "--junit", junit)
     assert proc.returncode == 1, proc.stderr
     assert f"REGRESSED: 1 of 1 outputs out of tolerance: '{EXAMPLE_OUTPUT}'" in proc.stdout
@@ -378,3 +382,191 @@ def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
     assert one_line_error(run_cli("check", cfg)) == (
         f"accuracy-gate: error: {cfg}: not UTF-8 text (byte 8); save the config as UTF-8."
     )
+
+
+# --- report paths: confined like every other path, never over what the gate reads ---------------
+
+REPORT_TAIL = "; reports must stay out of the files and folders the gate reads."
+
+
+def files_under(folder) -> dict:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_report_junit_in_gate_toml_cannot_leave_the_root(tmp_path):
+    project = tmp_path / "ci" / "project"
+    cfg = recorded_case(project)
+    (tmp_path / "elsewhere").mkdir()
+    (project / "reports").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    base = cfg.read_text()
+    for junit, via in (
+        ("../../escape.xml", ""),
+        (str(tmp_path / "abs.xml"), ""),
+        ("reports/j.xml", " (through a symlink)"),
+    ):
+        write_gate_toml(project, base + f'[report]\njunit = "{junit}"\n')
+        proc = run_cli("check", cfg, cwd=project)
+        assert proc.returncode == 2
+        assert one_line_error(proc) == (
+            f"accuracy-gate: error: {junit}: 'report.junit' resolves outside {project}{via}; paths must stay inside it."
+        )
+    # Nothing written outside, and no error file anywhere else either (the JUnit path was refused).
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.xml")) == []
+    write_gate_toml(project, base + '[report]\njunit = "../../escape.xml"\n')
+    assert run_cli("check", cfg, "--root", tmp_path, cwd=project).returncode == 0  # --root widens it
+    assert (tmp_path / "escape.xml").is_file()
+
+
+def test_the_default_junit_path_is_written_from_any_working_directory(tmp_path):
+    cfg = recorded_case(tmp_path / "project")
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = run_cli("check", cfg, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "accuracy-gate-junit.xml").is_file()
+    (work / "accuracy-gate-junit.xml").unlink()
+    (work / "accuracy-gate-junit.xml").symlink_to(tmp_path / "elsewhere.xml")  # but not through a symlink
+    proc = run_cli("check", cfg, cwd=work)
+    assert one_line_error(proc) == (
+        f"accuracy-gate: error: accuracy-gate-junit.xml: the default JUnit path resolves outside {tmp_path}/project "
+        "(through a symlink); paths must stay inside it."
+    )
+    assert not (tmp_path / "elsewhere.xml").exists()
+    (work / "accuracy-gate-junit.xml").unlink()
+    proc = run_cli("check", cfg, "--shard", "1/2", cwd=work)  # the default partial result file too
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "accuracy-gate-partial-1-of-2.json").is_file()
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--markdown", "--report", "--write-partial"])
+def test_check_report_flags_cannot_leave_the_root(tmp_path, flag):
+    project = tmp_path / "project"
+    cfg = recorded_case(project)
+    proc = run_cli("check", cfg, flag, tmp_path / "out", cwd=project)
+    assert proc.returncode == 2
+    assert one_line_error(proc) == (
+        f"accuracy-gate: error: {tmp_path}/out: {flag} resolves outside {project}; paths must stay inside it."
+    )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "config, flag, target, expected",
+    [
+        ("", "--report", "gate.toml", "--report would overwrite the config file"),
+        ("", "--junit", "m.onnx", "--junit would overwrite the model"),
+        ("", "--markdown", "inputs/report.md", "--markdown lies inside the stored inputs ({folder}/inputs)"),
+        ("", "--write-partial", "golden/p.json", "--write-partial lies inside the golden outputs ({folder}/golden)"),
+        ("", "--junit", "golden", "--junit would overwrite the golden outputs"),
+        ('[report]\njunit = "m.onnx"\n', None, "m.onnx", "'report.junit' would overwrite the model"),
+    ],
+)
+def test_report_paths_never_overwrite_what_the_gate_reads(tmp_path, config, flag, target, expected):
+    cfg = recorded_case(tmp_path, extra=config)
+    before = files_under(tmp_path)
+    proc = run_cli("check", cfg, *([flag, target] if flag else []), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert one_line_error(proc) == f"accuracy-gate: error: {target}: {expected.format(folder=tmp_path)}{REPORT_TAIL}"
+    after = files_under(tmp_path)
+    junit = after.pop(tmp_path / "accuracy-gate-junit.xml", None)
+    assert after == before  # nothing the gate reads was touched
+    # The error went to the default JUnit file unless the JUnit path itself was refused.
+    assert (junit is None) == ("junit" in expected)
+
+
+def error_case(path):
+    """The one testcase of a JUnit file and its result: (name, Error)."""
+    [suite] = JUnitXml.fromfile(str(path))
+    [case] = suite
+    [error] = case.result
+    assert isinstance(error, Error) and error.type == "could-not-evaluate"
+    return case.name, error.message
+
+
+@pytest.mark.parametrize(
+    "broken, message, model",
+    [
+        ('model = "m.onnx"\ninputs = [\n', "{cfg}: not valid TOML (Invalid value (at end of document)).", "gate.toml"),
+        ("\ufeffmodle = 1\n", "{cfg}: unknown setting 'modle'; did you mean 'model'?", "gate.toml"),
+        (
+            'model = "gone.onnx"\ninputs = "inputs"\ngolden = "golden"\n',
+            "{folder}/gone.onnx: model file not found.",
+            "gone.onnx",
+        ),
+        (
+            'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n[compare]\natol = inf\n',
+            "{cfg}: 'atol' must be a non-negative finite number, got inf.",
+            "gate.toml",
+        ),
+    ],
+    ids=["not TOML", "unknown key", "missing model", "infinite atol"],
+)
+def test_an_error_before_a_result_replaces_the_reports_of_an_earlier_pass(tmp_path, broken, message, model):
+    from gate.report.markdown import md_text
+
+    cfg = recorded_case(tmp_path)
+    flags = ("--junit", "out/j.xml", "--markdown", "out/m.md", "--report", "out/r.json")
+    assert run_cli("check", cfg, *flags, cwd=tmp_path).returncode == 0  # green evidence
+    write_gate_toml(tmp_path, broken)
+    proc = run_cli("check", cfg, *flags, cwd=tmp_path)
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert line == "accuracy-gate: error: " + message.format(cfg=cfg, folder=tmp_path)
+    name, text = error_case(tmp_path / "out" / "j.xml")
+    assert (name, text) == (f"{model}/(no outputs)", line.removeprefix("accuracy-gate: error: "))
+    markdown = (tmp_path / "out" / "m.md").read_text(encoding="utf-8")
+    assert f"**error (could not evaluate)**: {md_text(text)}" in markdown
+    report = json.loads((tmp_path / "out" / "r.json").read_text(encoding="utf-8"))
+    assert (report["status"], report["message"]) == ("error", text)
+    assert proc.stdout.startswith("JUnit: ") and proc.stdout.rstrip().endswith("out/j.xml")  # nothing else on stdout
+
+
+def test_an_error_goes_to_the_junit_path_of_gate_toml_once_it_is_known(tmp_path):
+    cfg = recorded_case(tmp_path, extra='[report]\njunit = "reports/j.xml"\n')
+    assert run_cli("check", cfg, cwd=tmp_path).returncode == 0
+    write_gate_toml(tmp_path, cfg.read_text() + "[compare]\nrtol = 1e400\n")
+    proc = run_cli("check", cfg, cwd=tmp_path)
+    line = one_line_error(proc)
+    assert line == f"accuracy-gate: error: {cfg}: 'rtol' must be a non-negative finite number, got inf."
+    assert error_case(tmp_path / "reports" / "j.xml")[1] == line.removeprefix("accuracy-gate: error: ")
+    assert not (tmp_path / "accuracy-gate-junit.xml").exists()
+
+
+def test_an_unreadable_config_replaces_only_files_that_are_reports(tmp_path):
+    # gate.toml cannot be read, so the gate cannot know its model: a report path that holds another
+    # file (here the model) is left alone; one that holds an earlier report gets the error.
+    cfg = recorded_case(tmp_path)
+    assert run_cli("check", cfg, "--markdown", "m.md", cwd=tmp_path).returncode == 0
+    model = (tmp_path / "m.onnx").read_bytes()
+    cfg.write_bytes(b'model = "m.onnx"\n# caf\xe9\n')
+    proc = run_cli("check", cfg, "--junit", "m.onnx", "--markdown", "m.md", cwd=tmp_path)
+    assert one_line_error(proc) == f"accuracy-gate: error: {cfg}: not UTF-8 text (byte 22); save the config as UTF-8."
+    assert (tmp_path / "m.onnx").read_bytes() == model
+    assert "**error (could not evaluate)**" in (tmp_path / "m.md").read_text(encoding="utf-8")
+
+
+def test_merge_report_paths_stay_inside_the_working_directory_and_off_the_partials(tmp_path):
+    project = tmp_path / "project"
+    cfg = recorded_case(project)
+    for i in (1, 2):
+        assert run_cli("check", cfg, "--shard", f"{i}/2", cwd=project).returncode == 0
+    parts = ["accuracy-gate-partial-1-of-2.json", "accuracy-gate-partial-2-of-2.json"]
+    before = files_under(project)
+    proc = run_cli("merge", *parts, "--junit", tmp_path / "j.xml", cwd=project)
+    assert one_line_error(proc) == (
+        f"accuracy-gate: error: {tmp_path}/j.xml: --junit resolves outside {project}; paths must stay inside it."
+    )
+    proc = run_cli("merge", *parts, "--report", parts[0], cwd=project)
+    assert one_line_error(proc) == (
+        f"accuracy-gate: error: {parts[0]}: --report would overwrite the partial result files being merged"
+        + REPORT_TAIL
+    )
+    before.pop(project / "accuracy-gate-junit.xml")
+    assert {p: b for p, b in files_under(project).items() if p.name != "accuracy-gate-junit.xml"} == before
+    proc = run_cli("merge", parts[0], "--junit", "merged.xml", cwd=project)  # a shard is missing
+    line = one_line_error(proc)
+    assert "missing shard 2/2" in line
+    assert error_case(project / "merged.xml") == ("merge/(no outputs)", line.removeprefix("accuracy-gate: error: "))
+    proc = run_cli("merge", *parts, "--junit", tmp_path / "j.xml", "--root", tmp_path, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "j.xml").is_file()

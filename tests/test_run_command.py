@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -25,24 +26,26 @@ def test_golden_saved_by_polygraphy_run_passes_bit_for_bit(tmp_path):
     )  # fmt: skip
     assert saved.returncode == 0, saved.stderr
     proc = run_cli("run", MODEL, "--onnxrt", "--load-outputs", golden, *SHAPES, "--atol", "0", "--rtol", "0",
-                   "--junit", tmp_path / "j.xml")  # fmt: skip
+                   "--junit", tmp_path / "j.xml", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 iterations, onnxrt vs golden" in proc.stdout and EXAMPLE_OUTPUT in proc.stdout
     other_seed = run_cli("run", MODEL, "--onnxrt", "--load-outputs", golden, *SHAPES, "--seed", "2",
-                         "--junit", tmp_path / "j.xml")  # fmt: skip
+                         "--junit", tmp_path / "j.xml", cwd=tmp_path)  # fmt: skip
     assert other_seed.returncode == 1 and "REGRESSED" in other_seed.stdout
 
 
 def test_golden_recorded_by_accuracy_gate_passes(tmp_path):
     data = EXAMPLE / "data"
-    proc = run_cli("run", MODEL, "--onnxrt", "--load-inputs", data, "--load-outputs", data, "--junit", tmp_path / "j")
+    proc = run_cli(
+        "run", MODEL, "--onnxrt", "--load-inputs", data, "--load-outputs", data, "--junit", "j", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert "PASSED: 1 of 1 outputs within tolerance over 8 iterations" in proc.stdout
 
 
 def test_two_runners_the_last_is_the_reference(tmp_path):
     proc = run_cli(
-        "run", MODEL, "--onnxrt", "--onnxrt", *SHAPES, "--iterations", "4", "--mark-all", "--junit", tmp_path / "j"
+        "run", MODEL, "--onnxrt", "--onnxrt", *SHAPES, "--iterations", "4", "--mark-all", "--junit", "j", cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     assert "over 4 iterations" in proc.stdout
@@ -51,7 +54,7 @@ def test_two_runners_the_last_is_the_reference(tmp_path):
 
 
 def test_nothing_to_compare_is_an_error(tmp_path):
-    proc = run_cli("run", MODEL, "--onnxrt", "--junit", tmp_path / "j")
+    proc = run_cli("run", MODEL, "--onnxrt", "--junit", "j", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "accuracy-gate: error: accuracy-gate run: nothing to compare against; give --load-outputs GOLDEN or a "
@@ -61,7 +64,7 @@ def test_nothing_to_compare_is_an_error(tmp_path):
 
 @pytest.mark.skipif(gpu_visible(), reason="a GPU is visible: the no-GPU error cannot fire")
 def test_trt_against_onnxrt_without_a_gpu_is_one_line(tmp_path):
-    proc = run_cli("run", MODEL, "--trt", "--onnxrt", "--junit", tmp_path / "j")
+    proc = run_cli("run", MODEL, "--trt", "--onnxrt", "--junit", "j", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("accuracy-gate: error: No NVIDIA GPU is visible") and "--gpus" in line
@@ -134,7 +137,7 @@ def test_mark_all_finds_the_first_layer_that_diverges(tmp_path, monkeypatch):
     ],
 )
 def test_run_flag_mistakes_are_one_line(tmp_path, args, message):
-    proc = run_cli("run", MODEL, *args, "--junit", tmp_path / "j")
+    proc = run_cli("run", MODEL, *args, "--junit", "j", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("accuracy-gate: error: ") and message in line, line
@@ -143,7 +146,7 @@ def test_run_flag_mistakes_are_one_line(tmp_path, args, message):
 def test_iterations_must_match_the_loaded_golden_count(tmp_path):
     data = EXAMPLE / "data"
     proc = run_cli(
-        "run", MODEL, "--onnxrt", "--load-outputs", data, *SHAPES, "--iterations", "3", "--junit", tmp_path / "j"
+        "run", MODEL, "--onnxrt", "--load-outputs", data, *SHAPES, "--iterations", "3", "--junit", "j", cwd=tmp_path
     )
     assert proc.returncode == 2
     assert "holds 8 golden iterations but --iterations asks for 3" in proc.stderr
@@ -177,9 +180,7 @@ def one_line(proc) -> str:
 
 def test_synthetic_inputs_the_reference_runner_fails_on_are_named_by_iteration_and_seed(tmp_path):
     # The reference runner records first; onnxruntime refuses a 0-wide image at the first iteration.
-    proc = run_cli(
-        "run", MODEL, "--onnxrt", "--onnxrt", "--input-shapes", "x:[1,3,48,0]", "--seed", "7", "--junit", tmp_path / "j"
-    )
+    proc = run_cli("run", MODEL, "--onnxrt", "--onnxrt", "--input-shapes", "x:[1,3,48,0]", "--seed", "7", cwd=tmp_path)
     line = one_line(proc)
     assert line.startswith(
         "accuracy-gate: error: iteration 0 (synthetic inputs, --seed 7): onnxrt: onnxruntime failed during inference ("
@@ -190,7 +191,7 @@ def test_synthetic_input_that_stops_the_run_is_named_by_iteration_and_seed(tmp_p
     # --seed 4 with this range draws 0.959, 0.027, 0.866, -0.155, ...: iteration 3 is the first negative x.
     model = make_sqrt_model(tmp_path / "sqrt.onnx")
     proc = run_cli("run", model, "--onnxrt", "--onnxrt", "--val-range", "[-0.25,1]", "--seed", "4", "--iterations",
-                   "5", "--validate", "--junit", tmp_path / "j.xml", "--markdown", tmp_path / "m.md")  # fmt: skip
+                   "5", "--validate", "--junit", "j.xml", "--markdown", "m.md", cwd=tmp_path)  # fmt: skip
     assert one_line(proc) == (
         "accuracy-gate: error: stopped after 3 of 5 iterations: iteration 3 (synthetic inputs, --seed 4): Output "
         "validation failed: iteration 3, runner 'onnxrt', output 'y' contains NaN."
@@ -211,7 +212,7 @@ def test_loaded_golden_outputs_beside_synthetic_inputs_keep_their_own_file_names
         width = 32 if i == 3 else 64
         np.savez(tmp_path / "golden" / f"{i}.npz", y=np.zeros((1, width), np.float32), s=np.zeros(1, np.float32))
     proc = run_cli("run", model, "--onnxrt", "--load-outputs", tmp_path / "golden", "--input-shapes", "x:[1,64]",
-                   "--junit", tmp_path / "j.xml")  # fmt: skip
+                   "--junit", tmp_path / "j.xml", cwd=tmp_path)  # fmt: skip
     assert one_line(proc) == (
         "accuracy-gate: error: could not compare 'y' (has shape (1, 64) but the reference has shape (1, 32) at "
         f"iteration 3 (synthetic inputs, --seed 1, golden {tmp_path}/golden/3.npz))"
@@ -223,3 +224,62 @@ def test_iterations_help_gives_the_default_with_loaded_golden_outputs():
     help_text = " ".join(proc.stdout.split())
     assert "synthetic iterations (default 1; with --load-outputs, the number of iterations in the loaded golden " \
         "outputs, which N must equal)" in help_text  # fmt: skip
+
+
+def test_report_paths_stay_inside_the_working_directory_or_root(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    data = EXAMPLE / "data"
+    for flag in ("--junit", "--markdown", "--report"):
+        proc = run_cli(
+            "run", MODEL, "--onnxrt", "--load-inputs", data, "--load-outputs", data, flag, "../out", cwd=work
+        )
+        assert one_line(proc) == (
+            f"accuracy-gate: error: ../out: {flag} resolves outside {work}; paths must stay inside it."
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing written outside, no error file either
+    proc = run_cli("run", MODEL, "--onnxrt", "--load-inputs", data, "--load-outputs", data, "--junit", "../out",
+                   "--root", tmp_path, cwd=work)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out").is_file()
+
+
+def test_report_paths_never_overwrite_the_model_or_the_loaded_data(tmp_path):
+    import shutil
+
+    model = Path(shutil.copy(MODEL, tmp_path / "model.onnx"))
+    shutil.copytree(EXAMPLE / "data", tmp_path / "data")
+    before = model.read_bytes()
+    args = ("run", model, "--onnxrt", "--load-inputs", "data", "--load-outputs", "data")
+    proc = run_cli(*args, "--junit", "model.onnx", cwd=tmp_path)
+    assert one_line(proc) == (
+        "accuracy-gate: error: model.onnx: --junit would overwrite the model; reports must stay out of the files "
+        "and folders the gate reads."
+    )
+    proc = run_cli(*args, "--report", "data/report.json", cwd=tmp_path)
+    assert one_line(proc) == (
+        f"accuracy-gate: error: data/report.json: --report lies inside the loaded inputs ({tmp_path}/data); reports "
+        "must stay out of the files and folders the gate reads."
+    )
+    assert model.read_bytes() == before and not (tmp_path / "data" / "report.json").exists()
+    # --junit was refused: no JUnit file at all; --report was refused: the error is in the default JUnit file
+    assert [p.name for p in tmp_path.glob("*.xml")] == ["accuracy-gate-junit.xml"]
+    assert "--report lies inside the loaded inputs" in (tmp_path / "accuracy-gate-junit.xml").read_text()
+
+
+def test_an_error_before_a_result_replaces_the_junit_of_an_earlier_pass(tmp_path):
+    from junitparser import Error, JUnitXml
+
+    data = EXAMPLE / "data"
+    args = ("--onnxrt", "--load-inputs", data, "--load-outputs", data, "--junit", "j.xml", "--report", "r.json")
+    assert run_cli("run", MODEL, *args, cwd=tmp_path).returncode == 0
+    proc = run_cli("run", tmp_path / "missing.onnx", *args, cwd=tmp_path)
+    line = one_line(proc)
+    assert line == f"accuracy-gate: error: {tmp_path}/missing.onnx: model file not found."
+    [suite] = JUnitXml.fromfile(str(tmp_path / "j.xml"))
+    [case] = suite
+    [error] = case.result
+    assert case.name == "missing.onnx/(no outputs)" and isinstance(error, Error)
+    assert error.message == line.removeprefix("accuracy-gate: error: ")
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert report["status"] == "error" and report["message"] == error.message
