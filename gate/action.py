@@ -538,6 +538,7 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
                     traceback.print_exc()
                 message = str(err) if isinstance(err, GateError) else f"internal error {type(err).__name__}: {err}"
                 result = GateResult(model=os.path.basename(model), status=ERROR, message=message)
+    with actions.stop_commands():  # the table, outside the fold
         print(render_text(result))
     if settings.shard_leg:
         print(f"shard {settings.shard}: no annotations or PR comment here; the merge job reports the whole run.")
