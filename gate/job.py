@@ -405,14 +405,15 @@ def _check_per_output_names(cfg: GateConfig, output_names) -> None:
             )
 
 
-def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> list[Path]:
+def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn_nan: bool = True) -> list[Path]:
     """Runs the reference runner (``cfg.reference_runner``, ONNX Runtime CPU by default) over every
     stored input and writes its outputs as the golden set.
 
     The golden layout follows the inputs' layout unless ``layout`` (``onnx-zoo`` / ``npz``) is given
     (Polygraphy JSON inputs need one). The new golden set is written to a temporary folder beside the
     golden folder first and moved into place only when every iteration ran, so a failure leaves the
-    old golden set as it was. Stored inputs are never touched.
+    old golden set as it was. Stored inputs are never touched. With ``warn_nan``, a golden output
+    holding NaN is logged once (a warning: every check would report it out of tolerance).
 
     Raises:
         GateError: golden outputs (of any layout) already exist and ``force`` is False; npz golden
@@ -450,7 +451,8 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None) -> l
                     outputs = runner.infer(coerce_feed_dict(feed_dict, runner.get_input_metadata()))
                 except GateError as err:
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
-                _warn_nan(outputs, index, inputs.location(index), warned)
+                if warn_nan:
+                    _warn_nan(outputs, index, inputs.location(index), warned)
                 _write(staging, layout, index, outputs)
         for path in existing:
             path.unlink()
