@@ -97,8 +97,9 @@ def baseline_of(capsys, gate: Gate, tmp_path: Path, d: float) -> tuple[float, Pa
     error = gate.move_s(d)
     report, partial = tmp_path / "base" / "report.json", tmp_path / "base" / "partial.json"
     code, out, _ = run_cli(
-        capsys, "check", gate.config, "--report", report, "--write-partial", partial, "--junit", tmp_path / "b.xml"
-    )
+        capsys, "check", gate.config, "--report", report, "--write-partial", partial, "--junit", tmp_path / "b.xml",
+        "--root", gate.folder.parent,
+    )  # fmt: skip
     assert code == (0 if error <= 0.05 else 1), out
     return error, report, partial
 
@@ -114,7 +115,9 @@ def test_a_known_worsening_shows_as_delta_and_fails_only_in_regression_mode_past
 
     # Threshold mode (the default): the delta is shown, the verdict is the tolerances' (0.03 <= 0.05).
     md, junit = tmp_path / "m.md", tmp_path / "j.xml"
-    code, out, _ = run_cli(capsys, "check", gate.config, "--baseline", report, "--markdown", md, "--junit", junit)
+    code, out, _ = run_cli(
+        capsys, "check", gate.config, "--baseline", report, "--markdown", md, "--junit", junit, "--root", tmp_path
+    )
     assert code == 0, out
     assert out.splitlines()[2].split()[-2:] == ["Δ", "rel"] and "Δ abs" in out.splitlines()[2]
     cells = text_row(out, "s")
@@ -133,6 +136,7 @@ def test_a_known_worsening_shows_as_delta_and_fails_only_in_regression_mode_past
         return run_cli(
             capsys, "check", gate.config, "--baseline", report, "--fail-on", "regression",
             *(["--regression-margin", *margin] if margin else []), "--junit", junit, "--markdown", md,
+            "--root", tmp_path,
         )  # fmt: skip
 
     code, out, _ = regression("0.05")
@@ -164,7 +168,7 @@ def test_a_partial_baseline_gives_the_same_deltas_and_a_baseline_series(gate, tm
     base_error, report, partial = baseline_of(capsys, gate, tmp_path, 0.01)
     error = gate.move_s(0.03)
     md = tmp_path / "m.md"
-    code, out, _ = run_cli(capsys, "check", gate.config, "--baseline", partial, "--markdown", md)
+    code, out, _ = run_cli(capsys, "check", gate.config, "--baseline", partial, "--markdown", md, "--root", tmp_path)
     assert code == 0 and text_row(out, "s")[-2] == fmt_delta(error - base_error)
     markdown = md.read_text()
     assert (
@@ -205,13 +209,16 @@ def test_merge_applies_the_baseline_too(gate, tmp_path, capsys):
     parts = []
     for i in (1, 2):
         parts.append(tmp_path / f"p{i}.json")
-        assert run_cli(capsys, "check", gate.config, "--shard", f"{i}/2", "--write-partial", parts[-1])[0] == 0
+        assert run_cli(capsys, "check", gate.config, "--shard", f"{i}/2", "--write-partial", parts[-1],
+                       "--root", tmp_path)[0] == 0  # fmt: skip
     code, out, _ = run_cli(
         capsys, "merge", *parts, "--baseline", report, "--fail-on", "regression", "--regression-margin", "0.01",
-        "--junit", tmp_path / "j.xml",
+        "--junit", tmp_path / "j.xml", "--root", tmp_path,
     )  # fmt: skip
     assert code == 1 and "merged from 2 shards; baseline report.json" in out
-    code, _, _ = run_cli(capsys, "merge", *parts, "--baseline", report, "--junit", tmp_path / "j.xml")
+    code, _, _ = run_cli(
+        capsys, "merge", *parts, "--baseline", report, "--junit", tmp_path / "j.xml", "--root", tmp_path
+    )
     assert code == 0
 
 
@@ -265,7 +272,7 @@ def test_baseline_flags_and_files_are_checked(gate, tmp_path, capsys):
     corrupt.write_text("{")
     assert "not valid JSON" in one_line_error(capsys, "check", gate.config, "--baseline", corrupt)
     shard = tmp_path / "shard.json"
-    assert run_cli(capsys, "check", gate.config, "--shard", "1/2", "--write-partial", shard)[0] == 0
+    assert run_cli(capsys, "check", gate.config, "--shard", "1/2", "--write-partial", shard, "--root", tmp_path)[0] == 0
     assert "missing shard 2/2" in one_line_error(capsys, "check", gate.config, "--baseline", shard)
 
 

@@ -167,19 +167,19 @@ def test_merged_shards_equal_the_unsharded_run(gate_dir, tmp_path, capsys, name)
     out = tmp_path / "out"
     code_full, text_full, _ = run_cli(
         capsys, "check", config, *flags, "--junit", out / "full.xml", "--report", out / "full.json",
-        "--markdown", out / "full.md", "--write-partial", out / "full.partial.json",
+        "--markdown", out / "full.md", "--write-partial", out / "full.partial.json", "--root", tmp_path.parent,
     )  # fmt: skip
     partials = []
     for i in (1, 2, 3):
         partial = out / "legs" / f"shard-{i}.json"
         code, text, _ = run_cli(capsys, "check", config, *flags, "--shard", f"{i}/3", "--write-partial", partial,
-                                "--junit", out / f"shard-{i}.xml")  # fmt: skip
+                                "--junit", out / f"shard-{i}.xml", "--root", tmp_path.parent)  # fmt: skip
         assert code == 0, text  # a leg reports its part; merge gives the verdict
         assert f"shard {i}/3: " in text and "the verdict over all iterations comes from 'accuracy-gate merge'" in text
         partials.append(partial)
     code_merged, text_merged, _ = run_cli(
         capsys, "merge", *reversed(partials), "--junit", out / "merged.xml", "--report", out / "merged.json",
-        "--markdown", out / "merged.md", "--write-partial", out / "merged.partial.json",
+        "--markdown", out / "merged.md", "--write-partial", out / "merged.partial.json", "--root", tmp_path,
     )  # fmt: skip
 
     assert code_merged == code_full
@@ -239,7 +239,7 @@ def test_a_folder_of_partials_merges_like_the_files(gate_dir, tmp_path, capsys):
     for i in (1, 2):
         result = check(config_of(gate_dir, []), Shard(i, 2), partial=True)
         write_partial(result.run, folder / f"accuracy-gate-partial-{i}" / "p.json")
-    code, out, _ = run_cli(capsys, "merge", tmp_path / "download", "--junit", tmp_path / "j.xml")
+    code, out, _ = run_cli(capsys, "merge", tmp_path / "download", "--junit", tmp_path / "j.xml", "--root", tmp_path)
     assert code == 1 and "merged from 2 shards" in out
 
 
@@ -253,7 +253,8 @@ def shard_files(gate_dir, tmp_path) -> list[Path]:
 
 
 def merge_error(capsys, *paths) -> str:
-    code, out, err = run_cli(capsys, "merge", *paths, "--junit", Path(paths[0]).parent / "merge-junit.xml")
+    folder = Path(paths[0]).parent
+    code, out, err = run_cli(capsys, "merge", *paths, "--junit", folder / "merge-junit.xml", "--root", folder)
     assert code == 2, out + err
     assert err.count("\n") == 1 and err.startswith("accuracy-gate: error: ") and "Traceback" not in err
     return err
@@ -357,10 +358,12 @@ def test_a_shard_that_stopped_part_way_makes_the_merge_an_error(gate_copy, tmp_p
     paths = []
     for i in (1, 2, 3):
         paths.append(tmp_path / f"{i}.json")
-        code, _, err = run_cli(capsys, "check", config, "--shard", f"{i}/3", "--write-partial", paths[-1])
+        code, _, err = run_cli(
+            capsys, "check", config, "--shard", f"{i}/3", "--write-partial", paths[-1], "--root", tmp_path
+        )
         assert code == (2 if i == 2 else 0), err
     assert json.loads(paths[1].read_text())["stopped"]["iteration"] == 4
-    code, out, err = run_cli(capsys, "merge", *paths, "--junit", tmp_path / "j.xml")
+    code, out, err = run_cli(capsys, "merge", *paths, "--junit", tmp_path / "j.xml", "--root", tmp_path)
     assert code == 2 and "stopped after 1 of 3 iterations of shard 2/3: " in err
     assert "test_data_set_4" in err and err.count("\n") == 1
     assert "8 iterations" in out  # compared before it stopped (not 4 nor 7) is kept and reported
