@@ -1183,3 +1183,20 @@ def test_model_text_in_the_log_cannot_issue_workflow_commands(workspace):
     assert not any(line.startswith("::add-mask::forged") or "::error::forged" in line for line in outside)
     # Our own annotations come after the markers, escaped: the name's "::" and newline as %3A / %0A.
     assert any(line.startswith("::error ") and "line%0A%3A%3Aadd-mask%3A%3Aforged" in line for line in outside)
+
+
+def test_a_junit_path_input_naming_the_config_never_overwrites_it(workspace):
+    """The config refuses a report path over the files the gate reads; the error's own JUnit file then
+    goes nowhere rather than over the config (or the model: the same check)."""
+    config = Path(workspace.config)
+    before = config.read_bytes()
+
+    run = workspace.run(INPUT_JUNIT_PATH=str(config), INPUT_COMMENT_MODE="off")
+
+    assert run.code == 2
+    assert config.read_bytes() == before
+    assert any("would overwrite the config file" in line for line in run.stdout.splitlines())
+    assert any(
+        "Could not write the JUnit report" in line and "is not a JUnit file; not overwriting it" in line
+        for line in run.lines("::warning")
+    )
