@@ -15,7 +15,6 @@ gate's ``check`` underneath (same comparator, verdict, reports and exit codes):
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import tempfile
@@ -154,8 +153,6 @@ def run(
         else:
             inputs = synthesize_inputs(cfg.model, scratch / "inputs", count, seed, val_range, input_shapes)
         cfg = replace(cfg, inputs=inputs, golden=golden)
-        labels = _LogRelabel(relabel)  # warnings too (e.g. record's NaN warning) name no scratch files
-        logging.getLogger("gate").addFilter(labels)
         try:
             if load_outputs is None:
                 reference = runners.pop()
@@ -165,20 +162,6 @@ def run(
             return _relabeled(check(cfg), relabel)
         except GateError as err:
             raise GateError(relabel(str(err))) from err
-        finally:
-            logging.getLogger("gate").removeFilter(labels)
-
-
-class _LogRelabel(logging.Filter):
-    """Applies ``relabel`` to every message of the ``gate`` logger."""
-
-    def __init__(self, relabel):
-        super().__init__()
-        self.relabel = relabel
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = self.relabel(record.getMessage()), ()
-        return True
 
 
 __all__ = ["model_input_metadata", "run", "synthesize_inputs", "synthetic_loader"]
