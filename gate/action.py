@@ -37,6 +37,7 @@ from pathlib import Path
 
 from gate.errors import GateError
 from gate.github import actions
+from gate.paths import replaceable
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
 
 # Action inputs (action.yml) in the order they are documented.
@@ -547,15 +548,6 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
     return _publish(environ, settings, result, junit_path, verbose)
 
 
-def _foreign_file(path) -> bool:
-    """Whether ``path`` holds a file that is not an XML (JUnit) file."""
-    try:
-        with open(path, "rb") as file:
-            return not file.read(5).startswith(b"<?xml")
-    except OSError:  # missing (or unreadable: writing will say why)
-        return False
-
-
 def _publish(environ, settings: Settings, result: GateResult, junit_path: str, verbose: bool) -> int:
     from gate.report import write_junit
     from gate.report.json_report import dumps_within, report_document, write_report
@@ -578,9 +570,9 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
         written["partial_path"] = _workspace_relative(settings.partial_path, environ)
     with actions.group("Accuracy gate: reports"):
         try:
-            if result.status == ERROR and _foreign_file(junit_path):
+            if result.status == ERROR and not replaceable(junit_path, "junit"):
                 # An error before the config checked this path (it may name the model, say): keep the file.
-                raise GateError(f"{junit_path} exists and is not a JUnit file; not overwriting it")
+                raise GateError(f"{junit_path} is not a JUnit file; not overwriting it")
             junit_file = write_junit(result, junit_path)
             _chown_to_workspace_owner(junit_file, environ)
             written["junit_path"] = _workspace_relative(junit_file, environ)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import gate
 from gate.errors import GateError
-from gate.paths import DEFAULT_JUNIT, confinement_root, require_output
+from gate.paths import DEFAULT_JUNIT, confinement_root, replaceable, require_output
 
 EXIT_ERROR = 2
 
@@ -313,7 +313,6 @@ class _Reports:
 
 
 _KINDS = {"junit": "--junit", "markdown": "--markdown", "report": "--report"}
-_REPORT_START = {"junit": b"<?xml", "markdown": b"## ", "report": b'{"schema":"accuracy-gate-report"'}
 
 
 def _report_paths(args, root, protected, junit, partial_default=None) -> dict:
@@ -376,14 +375,8 @@ def _error_paths(args, reports: _Reports) -> dict:
                 path = require_output(Path(value), root, flag, protected) if value else None
         except GateError:
             path = None
-        if path is not None and not known:
-            try:
-                with open(path, "rb") as file:
-                    path = path if file.read(64).startswith(_REPORT_START[kind]) else None
-            except FileNotFoundError:
-                pass
-            except OSError:
-                path = None
+        if path is not None and not known and not replaceable(path, kind):
+            path = None
         paths[kind] = path
     return paths
 

@@ -70,3 +70,20 @@ def require_output(path, root: Path, what: str, protected=(), default=None) -> P
             continue
         raise GateError(f"{path}: {what} {where}; reports must stay out of the files and folders the gate reads.")
     return Path(path)
+
+
+REPORT_STARTS = {"junit": b"<?xml", "markdown": b"## ", "report": b'{"schema":"accuracy-gate-report"'}
+"""How each report file the gate writes begins."""
+
+
+def replaceable(path, kind: str) -> bool:
+    """Whether an error report of ``kind`` (a key of ``REPORT_STARTS``) may go to ``path`` when its
+    other checks could not run: no file there yet, or one that already holds such a report (never
+    the model, the config or any other file of the user's; an unreadable one is left alone)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(64).startswith(REPORT_STARTS[kind])
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
