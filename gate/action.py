@@ -37,7 +37,7 @@ from pathlib import Path
 
 from gate.errors import GateError
 from gate.github import actions
-from gate.paths import replaceable
+from gate.partial import default_partial_name
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
 
 # Action inputs (action.yml) in the order they are documented.
@@ -273,68 +273,96 @@ def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
     return overrides
 
 
-def _run_gate(environ, settings: Settings) -> tuple[GateResult, object]:
-    """Runs the gate (one shard of it with ``shard``), writes the partial result file when asked, and
-    applies the baseline. The baseline is read first, so a wrong one fails before the model runs.
+def base_request(environ, settings: Settings):
+    """The action's request as far as the inputs that steer it go (``gate.pipeline.Request``): the
+    report paths, the baseline, the shard; gate.toml's overrides come from :func:`overrides_from_inputs`
+    (a mistake there is reported with this request's report paths)."""
+    from gate.pipeline import Request
 
-    Raises:
-        GateError: a config, data or baseline problem; the partial file cannot be written.
-    """
-    from gate.config import load_config
-    from gate.job import check
-    from gate.partial import write_partial
+    config = None
+    if settings.config:
+        try:
+            config = actions.workspace_path("config", settings.config, environ)
+        except GateError:
+            config = None  # reported by read_settings' or the gate's error
+    overrides: dict = {}
+    if settings.junit_path is not None:
+        overrides["junit"] = str(settings.junit_path)
+    for key in ("model", "inputs", "golden"):
+        value = _get(key, environ)
+        try:
+            overrides[key] = str(actions.workspace_path(key, value, environ)) if value else None
+        except GateError:
+            pass
+    model = _get("model", environ) or settings.config or "model"
+    merging = settings.mode == "merge"
+    return Request(
+        command="merge" if merging else "check",
+        config=config,
+        overrides=overrides,
+        sources={"junit": NAMES["junit"]},
+        root=environ.get("GITHUB_WORKSPACE") or None,
+        junit=settings.junit_path,
+        report=settings.report_path,
+        partial=settings.partial_path if not merging else None,
+        defaults={
+            "report": DEFAULTS["report_path"],
+            **({"partial": default_partial_name(settings.shard)} if settings.shard is not None else {}),
+        },
+        names=NAMES,
+        baseline=(settings.baseline,) if settings.baseline is not None else (),
+        fail_on=settings.fail_on,
+        margins=settings.margins,
+        shard=None if merging else settings.shard,
+        title=settings.title if merging else None,
+        partials=(settings.partial_path,) if merging else (),
+        error_junit_fallback=True,
+        model_name=os.path.basename(model),
+    )
 
-    baseline = _load_baseline(settings)
-    config = actions.workspace_path("config", settings.config, environ)
-    cfg = load_config(config, overrides_from_inputs(environ))
+
+NAMES = {
+    "junit": "input `junit_path`",
+    "report": "input `report_path`",
+    "partial": "input `partial_path`",
+    "baseline": "Input `baseline`",
+}
+"""How a report-path or baseline error names the input that gave the path."""
+
+
+def _execute(environ, settings: Settings, errors: list[GateError], verbose: bool):
+    """The pipeline's outcome for the inputs (an input mistake is an error outcome); a non-GateError
+    is our bug: its traceback is printed and it is reported as an internal error."""
+    from dataclasses import replace
+
+    from gate.pipeline import execute, failed
+
+    base = base_request(environ, settings)
+    if errors:
+        return failed(base, str(errors[0]), errors[0])
+    outcome = None
     try:
-        result = check(cfg, settings.shard, partial=settings.partial_path is not None)
+        request = base
+        if base.command == "check":
+            request = replace(base, config=actions.workspace_path("config", settings.config, environ))
+            request = replace(request, overrides=overrides_from_inputs(environ))
+        outcome = execute(request)
+    except GateError as err:
+        outcome = failed(base, str(err), err)
+    except Exception as err:  # our bug: still reported, as an error that is not the user's
+        traceback.print_exc()
+        outcome = failed(base, f"internal error {type(err).__name__}: {err}", err)
     finally:
-        if "trt" in cfg.runners:  # engines and timing caches written into the workspace
-            _chown_tree_to_workspace_owner(cfg.trt.get("cache_dir", ".accuracy-gate-cache/trt"), environ)
-    if settings.partial_path is not None:
-        path = write_partial(result.run, settings.partial_path)
-        _chown_to_workspace_owner(path, environ)
-        print(f"partial result file: {_workspace_relative(path, environ)}")
-    return _with_baseline(result, baseline, settings), cfg
-
-
-def _load_baseline(settings: Settings):
-    from gate.baseline import load_baseline
-
-    if settings.baseline is None:
-        return None
-    try:
-        return load_baseline(settings.baseline)
-    except GateError as err:
-        raise GateError(f"Input `baseline`: {err}") from err
-
-
-def _with_baseline(result: GateResult, baseline, settings: Settings) -> GateResult:
-    from gate.baseline import apply_baseline
-
-    if baseline is None:
-        return result
-    try:
-        return apply_baseline(result, baseline, settings.fail_on, settings.margins)
-    except GateError as err:
-        raise GateError(f"Input `baseline`: {err}") from err
-
-
-def _merge_gate(settings: Settings) -> GateResult:
-    """``mode: merge``: every shard's partial result file -> the whole run's verdict (gate.merge).
-
-    Raises:
-        GateError: a missing, duplicate, foreign or corrupt shard; a bad baseline.
-    """
-    from gate.merge import merge_files
-    from gate.partial import result_of
-
-    baseline = _load_baseline(settings)
-    run = merge_files([settings.partial_path])
-    if settings.title:
-        run.title = settings.title
-    return _with_baseline(result_of(run), baseline, settings)
+        config = outcome.config if outcome is not None else None
+        if config is None or "trt" in config.runners:  # engines and timing caches written into the workspace
+            cache = (config.trt if config is not None else {}).get("cache_dir", ".accuracy-gate-cache/trt")
+            _chown_tree_to_workspace_owner(cache, environ)
+    if verbose and isinstance(outcome.error, GateError):
+        traceback.print_exception(outcome.error)
+    if outcome.partial is not None:
+        _chown_to_workspace_owner(outcome.partial, environ)
+        print(f"partial result file: {_workspace_relative(outcome.partial, environ)}")
+    return outcome
 
 
 # --- files in the workspace ----------------------------------------------------------------------
@@ -511,69 +539,55 @@ def _main(environ: Mapping[str, str]) -> int:
 
 
 def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: bool) -> int:
-    """``mode: check`` and ``mode: merge``: get the verdict, then report it."""
+    """``mode: check`` and ``mode: merge``: get the verdict (``gate.pipeline``), then report it."""
     from gate.report import render_text
 
-    junit_path = str(settings.junit_path or DEFAULT_JUNIT)
-    model = _get("model", environ) or settings.config or "model"
-    merging = settings.mode == "merge"
     title = (
         "Accuracy gate: merge the shards' partial result files"
-        if merging
+        if settings.mode == "merge"
         else "Accuracy gate: run the model and compare with the golden outputs"
     )
     # Output names, messages and tracebacks carry text from the model and the stored data: the runner
     # must not read a line of it as a workflow command (our annotations come after, outside).
     with actions.group(title), actions.stop_commands():
-        if errors:
-            result = GateResult(model=os.path.basename(model), status=ERROR, message=str(errors[0]))
-        else:
-            try:
-                if merging:
-                    result = _merge_gate(settings)
-                else:
-                    result, cfg = _run_gate(environ, settings)
-                    junit_path = str(cfg.junit)
-            except Exception as err:  # GateError: a user mistake; anything else: our bug. Both still get reported.
-                if verbose or not isinstance(err, GateError):
-                    traceback.print_exc()
-                message = str(err) if isinstance(err, GateError) else f"internal error {type(err).__name__}: {err}"
-                result = GateResult(model=os.path.basename(model), status=ERROR, message=message)
+        outcome = _execute(environ, settings, errors, verbose)
+    result = outcome.result
     with actions.stop_commands():  # the table, outside the fold
         print(render_text(result))
     if settings.shard_leg:
         print(f"shard {settings.shard}: no annotations or PR comment here; the merge job reports the whole run.")
     else:
         annotate_outputs(result)
-    return _publish(environ, settings, result, junit_path, verbose)
+    return _publish(environ, settings, outcome, verbose)
 
 
-def _publish(environ, settings: Settings, result: GateResult, junit_path: str, verbose: bool) -> int:
-    from gate.report import write_junit
-    from gate.report.json_report import dumps_within, report_document, write_report
+def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
+    from gate.pipeline import write_reports
+    from gate.report.json_report import dumps_within, report_document
 
+    result = outcome.result
     key = settings.comment_key or f"{environ.get('GITHUB_WORKFLOW') or 'workflow'}/{settings.config or 'default'}"
     run_url = _run_url(environ)
-    report_path = str(settings.report_path)
+    report_path = str(outcome.paths.report or settings.report_path)
+    refused = dict(outcome.paths.refused)
     written: dict[str, str] = {}
 
     lost: list[str] = []  # evidence files the user asked for that could not be written
 
     def warn(step, err):
-        if verbose:
+        if verbose and isinstance(err, BaseException):
             traceback.print_exception(err)
         actions.warning(f"Could not write the {step}: {err}")
         if step in ("JUnit report", "results file"):
             lost.append(f"{step}: {err}")
 
-    if settings.partial_path is not None and settings.mode == "check" and result.run is not None:
-        written["partial_path"] = _workspace_relative(settings.partial_path, environ)
+    if outcome.partial is not None:
+        written["partial_path"] = _workspace_relative(outcome.partial, environ)
     with actions.group("Accuracy gate: reports"):
         try:
-            if result.status == ERROR and not replaceable(junit_path, "junit"):
-                # An error before the config checked this path (it may name the model, say): keep the file.
-                raise GateError(f"{junit_path} is not a JUnit file; not overwriting it")
-            junit_file = write_junit(result, junit_path)
+            if "junit" in refused:
+                raise GateError(refused["junit"])
+            junit_file = write_reports(outcome, ("junit",))["junit"]
             _chown_to_workspace_owner(junit_file, environ)
             written["junit_path"] = _workspace_relative(junit_file, environ)
         except Exception as err:
@@ -592,7 +606,9 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
         except Exception as err:
             warn("PR comment", err)
         try:
-            report_file = write_report(result, report_path, commit, key)
+            if "report" in refused:
+                raise GateError(refused["report"])
+            report_file = write_reports(outcome, ("report",), commit, key)["report"]
             _chown_to_workspace_owner(report_file, environ)
             written["report_path"] = _workspace_relative(report_file, environ)
         except Exception as err:
@@ -600,8 +616,8 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
         _write_summary(result, run_url, commit, environ, warn)
         if ref is not None:
             try:
-                outcome = _post(client, environ, settings, ref.number, result, key, run_url, commit)
-                print(_comment_outcome(outcome, ref.number))
+                outcome_ = _post(client, environ, settings, ref.number, result, key, run_url, commit)
+                print(_comment_outcome(outcome_, ref.number))
             except GateError as err:
                 if getattr(err, "read_only", False):
                     _read_only_notice(err, ref.number, written.get("report_path", report_path))

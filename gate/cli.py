@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import gate
 from gate.errors import GateError
-from gate.paths import DEFAULT_JUNIT, confinement_root, replaceable, require_output
+from gate.paths import DEFAULT_JUNIT
 
 EXIT_ERROR = 2
 
@@ -255,35 +253,52 @@ def baseline_options(args) -> tuple[str, object]:
     return fail_on, margins
 
 
-def overrides_from_args(args) -> dict:
-    """CLI flags -> the flat override keys of ``gate.config.load_config``."""
-    from gate.config import parse_per_output
-
+def _path_overrides(args) -> dict:
+    """The overrides that cannot fail to parse (paths and names): enough to know where reports go."""
     overrides = {
         "model": args.model,
         "inputs": args.inputs,
         "golden": args.golden,
         "execution_providers": args.execution_providers,
         "graph_optimization_level": args.graph_optimization_level,
-        "root": args.root,
     }
     if getattr(args, "command", None) == "record":
         overrides["reference_runner"] = args.reference_runner
     if getattr(args, "command", None) == "check":
-        overrides.update(
-            runners=args.runners,
-            infinities_compare_equal=args.infinities_compare_equal,
-            validate=args.validate,
-            trt=trt_overrides(args),
-            title=args.title,
-            check_average=args.check_average,
-            junit=args.junit,
-            atol=parse_per_output(args.atol, _float, "--atol") if args.atol else None,
-            rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else None,
-            check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")
-            if args.check_error_stat
-            else None,
-        )
+        overrides.update(runners=args.runners, title=args.title, junit=args.junit)
+        if args.trt_engine:
+            overrides["trt"] = {"engine": str(Path(args.trt_engine).resolve())}
+    return overrides
+
+
+def _comparison_overrides(args) -> dict:
+    """The comparison flags shared by ``check`` and ``run``, parsed.
+
+    Raises:
+        GateError: a value that cannot be read, naming the flag.
+    """
+    from gate.config import parse_per_output
+
+    return dict(
+        infinities_compare_equal=args.infinities_compare_equal,
+        validate=args.validate,
+        trt=trt_overrides(args),
+        title=args.title,
+        check_average=args.check_average,
+        junit=args.junit,
+        atol=parse_per_output(args.atol, _float, "--atol") if args.atol else None,
+        rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else None,
+        check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")
+        if args.check_error_stat
+        else None,
+    )
+
+
+def overrides_from_args(args) -> dict:
+    """CLI flags -> the flat override keys of ``gate.config.load_config``."""
+    overrides = {**_path_overrides(args), "root": args.root}
+    if getattr(args, "command", None) == "check":
+        overrides.update(_comparison_overrides(args), runners=args.runners)
     return overrides
 
 
@@ -293,129 +308,86 @@ def flag_names(overrides: dict) -> dict:
     return {**{key: "--" + key.replace("_", "-") for key in overrides}, "trt.engine": "--trt-engine"}
 
 
-def _load_config(args, progress: dict | None = None):
-    from gate.config import load_config
-
-    overrides = overrides_from_args(args)
-    return load_config(args.config, overrides, flag_names(overrides), progress)
+_NAMES = {"junit": "--junit", "markdown": "--markdown", "report": "--report", "partial": "--write-partial"}
 
 
-@dataclass
-class _Reports:
-    """Where ``check``, ``run`` and ``merge`` write their reports, for the error path of :func:`main`:
-    an error before a result exists still gets a JUnit file (and the Markdown and results files asked
-    for), so that no file of an earlier passing run stays behind as green evidence."""
-
-    model: str = "model"  # names the error testcase
-    progress: dict = field(default_factory=dict)  # load_config's (check)
-    paths: dict | None = None  # kind -> path (None: not asked for), once every report path passed its checks
-    reported: bool = False  # a result is being reported: the error path writes nothing
+def _optional_path(value) -> Path | None:
+    return Path(value) if value else None
 
 
-_KINDS = {"junit": "--junit", "markdown": "--markdown", "report": "--report"}
+def base_request(args):
+    """The part of ``args``' request that cannot fail to parse: enough for an error report (``run``'s
+    options too, as far as they name files the report paths must stay off)."""
+    from gate.pipeline import Request, RunOptions
+
+    command = args.command
+    model = {"check": getattr(args, "model", None) or getattr(args, "config", None), "merge": "merge"}
+    model = model.get(command, getattr(args, "model", None))
+    return Request(
+        command=command,
+        config=Path(args.config) if command in ("check", "record") else None,
+        overrides=_path_overrides(args) if command in ("check", "record") else {},
+        sources=flag_names(_path_overrides(args)) if command in ("check", "record") else {},
+        root=args.root,
+        junit=_optional_path(getattr(args, "junit", None)),
+        markdown=_optional_path(getattr(args, "markdown", None)),
+        report=_optional_path(getattr(args, "report", None)),
+        partial=_optional_path(getattr(args, "write_partial", None)),
+        names=_NAMES,
+        run=RunOptions(Path(args.model), load_inputs=args.load_inputs, load_outputs=args.load_outputs)
+        if command == "run"
+        else None,
+        baseline=tuple(getattr(args, "baseline", None) or ()),
+        title=args.title if command == "merge" else None,
+        partials=tuple(args.partials) if command == "merge" else (),
+        force=getattr(args, "force", False),
+        layout=getattr(args, "layout", None),
+        model_name=Path(model or "model").name,
+    )
 
 
-def _report_paths(args, root, protected, junit, partial_default=None) -> dict:
-    """The checked report paths (``gate.paths.require_output``): ``junit`` as given (already checked),
-    ``--markdown``, ``--report`` and ``--write-partial`` where the command has them.
+def request_from_args(args, base):
+    """The whole request of ``args`` (``base``: :func:`base_request`'s).
 
     Raises:
-        GateError: a path outside ``root`` or over what the gate reads, naming the flag.
+        GateError: a flag value that cannot be read, naming the flag.
     """
-    paths = {"junit": junit}
-    for kind in ("markdown", "report"):
-        value = getattr(args, kind, None)
-        paths[kind] = require_output(Path(value), root, _KINDS[kind], protected) if value else None
-    if getattr(args, "write_partial", None):
-        require_output(Path(args.write_partial), root, "--write-partial", protected, default=partial_default)
-    return paths
+    from dataclasses import replace
 
+    from gate.partial import default_partial_name, parse_shard
+    from gate.pipeline import RunOptions
 
-_READS = {
-    "check": (("model", "the model"), ("inputs", "the stored inputs"), ("golden", "the golden outputs")),
-    "run": (
-        ("model", "the model"),
-        ("load_inputs", "the loaded inputs"),
-        ("load_outputs", "the loaded golden outputs"),
-    ),
-    "merge": (("partials", "the partial result files being merged"),),
-}
-
-
-def _reads(args) -> list:
-    """``(path, description)`` of the files a command's flags make it read, besides gate.toml's."""
-    reads = [(path, "the baseline") for path in getattr(args, "baseline", None) or []]
-    for key, what in _READS.get(args.command, ()):
-        value = getattr(args, key)
-        reads += [(path, what) for path in ([] if value is None else value if isinstance(value, list) else [value])]
-    return reads
-
-
-def _error_paths(args, reports: _Reports) -> dict:
-    """Where an error that stopped the command before its report paths were checked may be written:
-    each path that passes the checks (others are left out); where gate.toml could not be read (its model
-    and data paths unknown), only a path with no file yet or with a report of the same kind."""
-    progress = reports.progress
+    changes: dict = {}
+    if args.command in ("check", "merge"):
+        changes["fail_on"], changes["margins"] = baseline_options(args)
     if args.command == "check":
-        root = progress.get("root") or confinement_root(Path(args.config), args.root)
-    else:
-        root = confinement_root(None, args.root)
-    protected = progress.get("protected", [(Path(args.config), "the config file")] if args.command == "check" else [])
-    protected = protected + _reads(args)
-    known = args.command != "check" or progress.get("complete", False)
-    paths = {}
-    for kind, flag in _KINDS.items():
-        value = getattr(args, kind, None)
-        try:
-            if kind == "junit" and "junit" in progress:
-                path = progress["junit"]  # checked by load_config (None: refused)
-            elif kind == "junit":
-                path = _junit(args, root, protected)
-            else:
-                path = require_output(Path(value), root, flag, protected) if value else None
-        except GateError:
-            path = None
-        if path is not None and not known and not replaceable(path, kind):
-            path = None
-        paths[kind] = path
-    return paths
-
-
-def _write_error_reports(args, reports: _Reports, message: str) -> None:
-    """The error as the only testcase of the JUnit file (as the action writes it), and in the Markdown
-    and results files asked for; a file that cannot be written is left (the error line said why the
-    gate could not evaluate)."""
-    from gate.report import render_markdown, write_junit
-    from gate.report.json_report import write_report
-    from gate.results import ERROR, GateResult
-
-    result = GateResult(model=reports.model, status=ERROR, message=message)
-    paths = reports.paths if reports.paths is not None else _error_paths(args, reports)
-    writers = {
-        "junit": lambda p: write_junit(result, p),
-        "markdown": lambda p: Path(p).write_text(render_markdown(result), "utf-8"),
-        "report": lambda p: write_report(result, p),
-    }
-    for kind, path in paths.items():
-        if path is None:
-            continue
-        try:
-            _write_report(path, kind, writers[kind])
-        except GateError:
-            continue
-        if kind == "junit":
-            print(f"JUnit: {path}")
-
-
-def _write_report(path, what, write):
-    """Writes a report file (parent folders created); an unwritable path is a one-line GateError."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(path)
-    except OSError as err:
-        raise GateError(f"{path}: cannot write the {what} ({err.strerror or err}).") from err
-    return path
+        shard = parse_shard(args.shard) if args.shard is not None else None
+        changes["shard"] = shard
+        if shard is not None:
+            changes["defaults"] = {"partial": default_partial_name(shard)}
+            if shard.count > 1 and not args.write_partial:
+                changes["partial"] = Path(changes["defaults"]["partial"])  # a shard's results only count once merged
+        overrides = overrides_from_args(args)
+        overrides.pop("root")
+        changes.update(overrides=overrides, sources=flag_names(overrides))
+    if args.command == "run":
+        changes["overrides"] = {
+            **_comparison_overrides(args),
+            "execution_providers": args.execution_providers,
+            "graph_optimization_level": args.graph_optimization_level,
+        }
+        changes["run"] = RunOptions(
+            model=Path(args.model),
+            runners=tuple(args.runner_flags or ["onnxrt"]),
+            load_inputs=args.load_inputs,
+            load_outputs=args.load_outputs,
+            iterations=args.iterations,
+            seed=args.seed,
+            val_range=tuple(args.val_range) if args.val_range else None,
+            input_shapes=tuple(args.input_shapes) if args.input_shapes else None,
+            mark_all=args.mark_all,
+        )
+    return replace(base, **changes)
 
 
 def trt_overrides(args) -> dict:
@@ -452,205 +424,59 @@ def trt_overrides(args) -> dict:
     }
 
 
-def run_check(args, reports: _Reports) -> int:
-    from gate.job import check
-    from gate.partial import default_partial_name, parse_shard, write_partial
+def _error(message) -> None:
+    print(f"accuracy-gate: error: {message}", file=sys.stderr)
 
-    reports.model = Path(args.model or args.config).name
-    shard = parse_shard(args.shard) if args.shard is not None else None
-    partial_default = default_partial_name(shard) if shard is not None else None
-    if shard is not None and shard.count > 1 and not args.write_partial:
-        args.write_partial = partial_default  # a shard's results only count once merged
-    cfg = _load_config(args, reports.progress)
-    reports.model = cfg.model.name
-    protected = reports.progress["protected"] + _reads(args)
-    reports.paths = _report_paths(args, reports.progress["root"], protected, cfg.junit, partial_default)
-    baseline = _baseline(args)
-    result = check(cfg, shard, partial=bool(args.write_partial))
-    if args.write_partial:
-        print(f"partial result file: {write_partial(result.run, args.write_partial)}")
-    code = _report(args, result, reports, baseline)
-    if shard is not None and shard.count > 1 and code != EXIT_ERROR:
-        print(f"shard {shard} evaluated; the verdict over all iterations comes from 'accuracy-gate merge'.")
+
+def _write_error_reports(outcome) -> None:
+    """The error as the only testcase of the JUnit file (as the action writes it), and in the Markdown
+    and results files asked for; a file that cannot be written is left (the error line said why the
+    gate could not evaluate)."""
+    from gate.pipeline import write_reports
+
+    for kind in ("junit", "markdown", "report"):
+        try:
+            written = write_reports(outcome, (kind,))
+        except GateError:
+            continue
+        if "junit" in written:
+            print(f"JUnit: {written['junit']}")
+
+
+def _finish(outcome, verbose: bool) -> int:
+    """Prints the outcome and writes its report files; returns the exit code."""
+    from gate.pipeline import layer_report, write_reports
+    from gate.report import render_text
+
+    request, result = outcome.request, outcome.result
+    if outcome.early:
+        if verbose:
+            traceback.print_exception(outcome.error)
+        _error(outcome.error)
+        if request.command != "record":
+            _write_error_reports(outcome)
+        return EXIT_ERROR
+    if request.command == "record":
+        print(f"recorded golden outputs: {len(outcome.recorded)} files under {outcome.config.golden}")
         return 0
-    return code
-
-
-def run_merge(args, reports: _Reports) -> int:
-    from gate.merge import merge_files
-    from gate.partial import result_of, write_partial
-
-    reports.model = "merge"
-    root, protected = confinement_root(None, args.root), _reads(args)
-    reports.paths = _report_paths(args, root, protected, _junit(args, root, protected))
-    baseline = _baseline(args)
-    run = merge_files(args.partials)
-    if args.title:
-        run.title = args.title
-    result = result_of(run)
-    if args.write_partial:
-        print(f"partial result file: {write_partial(run, args.write_partial)}")
-    return _report(args, result, reports, baseline)
-
-
-def _junit(args, root, protected) -> Path:
-    """``--junit``, else the default path, checked (``gate.paths.require_output``).
-
-    Raises:
-        GateError: the path leads outside ``root`` or over what the gate reads.
-    """
-    if args.junit:
-        return require_output(Path(args.junit), root, "--junit", protected, default=DEFAULT_JUNIT)
-    return require_output(Path(DEFAULT_JUNIT), root, "the default JUnit path", default=DEFAULT_JUNIT)
-
-
-def _baseline(args):
-    """``(baseline, fail_on, margins)`` from the flags, the baseline read (None without one)."""
-    from gate.baseline import load_baseline
-
-    fail_on, margins = baseline_options(args)
-    return (load_baseline(args.baseline) if args.baseline else None), fail_on, margins
-
-
-def _report(args, result, reports: _Reports, baseline) -> int:
-    """Applies the baseline, prints the table and writes the report files (``reports.paths``, checked);
-    returns the exit code."""
-    from gate.baseline import apply_baseline
-    from gate.report import render_markdown, render_text, write_junit
-
-    baseline, fail_on, margins = baseline
-    if baseline is not None:
-        apply_baseline(result, baseline, fail_on, margins)
+    if outcome.partial is not None:
+        print(f"partial result file: {outcome.partial}")
     print(render_text(result))
     if result.status == "error":
-        print(f"accuracy-gate: error: {result.message}", file=sys.stderr)
-    paths = reports.paths
-    reports.reported = True  # from here on the files hold this result, or a write error says why not
-    path = _write_report(paths["junit"], "JUnit file", lambda p: write_junit(result, p))
-    print(f"JUnit: {path}")
-    if paths["markdown"]:
-        _write_report(
-            paths["markdown"], "Markdown report", lambda p: Path(p).write_text(render_markdown(result), "utf-8")
-        )
-    if paths["report"]:
-        from gate.report.json_report import write_report
-
-        _write_report(paths["report"], "results file", lambda p: write_report(result, p))
-    return result.exit_code
-
-
-def _check_run_args(args, model_inputs) -> None:
-    """``run``'s flags that contradict each other or name inputs the model lacks: one-line errors."""
-    from gate.config import check_tolerance, parse_per_output
-
-    for key in ("atol", "rtol"):
-        if getattr(args, key):
-            value = parse_per_output(getattr(args, key), _float, f"--{key}")
-            check_tolerance(None, key, value, lambda key, output="": f"--{key}")
-    if args.load_inputs and (args.seed is not None or args.val_range or args.iterations is not None):
-        given = "--seed" if args.seed is not None else "--val-range" if args.val_range else "--iterations"
-        raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")
-    if args.iterations is not None and args.iterations < 1:
-        raise GateError(f"--iterations must be at least 1, got {args.iterations}.")
-    if args.mark_all and len(args.runner_flags or ["onnxrt"]) < 2:
-        raise GateError("--mark-all compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
-    for flag, names in (("--val-range", args.val_range or []), ("--input-shapes", args.input_shapes or [])):
-        seen = set()
-        for entry in names:
-            name = entry.rpartition(":")[0]
-            if name in seen:
-                raise GateError(f"{flag}: input '{name or '(default)'}' is given twice.")
-            seen.add(name)
-            if name and name not in model_inputs:
-                raise GateError(f"{flag}: the model has no input '{name}'; its inputs are {model_inputs}.")
-
-
-def parse_val_range(values) -> dict | None:
-    """``polygraphy run --val-range``: ``[lo,hi]`` entries, optionally ``name:[lo,hi]`` (split on the
-    last ``:``); a bare range is the ``""`` default."""
-    if not values:
-        return None
-    ranges = {}
-    for entry in values:
-        name, sep, text = entry.rpartition(":")
-        if not sep:
-            name, text = "", entry
-        try:
-            low, high = (float(part) for part in text.strip().strip("[]").split(","))
-        except ValueError as err:
-            raise GateError(f"--val-range: cannot read {entry!r}; expected [LO,HI] or NAME:[LO,HI].") from err
-        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
-            raise GateError(f"--val-range: {entry!r} must be two finite bounds with LO <= HI.")
-        ranges[name] = (low, high)
-    return ranges
-
-
-def run_run(args, reports: _Reports) -> int:
-    from gate.backend.trt.settings import parse_shape_args
-    from gate.config import GateConfig, parse_per_output
-    from gate.job import model_io_names
-    from gate.run import run
-
-    reports.model = Path(args.model).name
-    root, protected = confinement_root(None, args.root), _reads(args)
-    junit = _junit(args, root, protected)
-    reports.paths = _report_paths(args, root, protected, junit)
-    _check_run_args(args, model_io_names(Path(args.model).resolve())[0])
-    trt = {key: value for key, value in trt_overrides(args).items() if value is not None}
-    cfg = GateConfig(
-        path=Path("accuracy-gate run"),
-        model=Path(args.model).resolve(),
-        inputs=Path.cwd(),
-        golden=Path.cwd(),
-        runners=args.runner_flags or ["onnxrt"],
-        execution_providers=args.execution_providers or ["CPUExecutionProvider"],
-        graph_optimization_level=args.graph_optimization_level or "all",
-        atol=parse_per_output(args.atol, _float, "--atol") if args.atol else 1e-5,
-        rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else 1e-5,
-        check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")
-        if args.check_error_stat
-        else "elemwise",
-        check_average=bool(args.check_average),
-        infinities_compare_equal=args.infinities_compare_equal is not False,
-        validate=bool(args.validate),
-        junit=junit,
-        title=args.title or "",
-        trt=trt,
-    )
-    seed = 1 if args.seed is None else args.seed
-    val_range = parse_val_range(args.val_range)
-    input_shapes = parse_shape_args(args.input_shapes) if args.input_shapes else None
-    result = run(
-        cfg,
-        load_inputs=args.load_inputs,
-        load_outputs=args.load_outputs,
-        iterations=args.iterations,
-        seed=seed,
-        val_range=val_range,
-        input_shapes=input_shapes,
-    )
-    code = _report(args, result, reports, (None, None, None))
-    if args.mark_all:
-        from gate.data import open_tensor_set
-        from gate.job import model_io_names
-        from gate.layerwise import compare_layers, render_layers
-        from gate.run import synthetic_loader
-
-        if args.load_inputs:
-            feed = open_tensor_set(Path(args.load_inputs).resolve(), "input", model_io_names(cfg.model)[0])[0]
-        else:
-            feed = synthetic_loader(cfg.model, 1, seed, val_range, input_shapes)[0]
-        print(render_layers(*compare_layers(cfg, feed)))
-    return code
-
-
-def run_record(args, reports: _Reports) -> int:
-    from gate.job import record
-
-    cfg = _load_config(args)
-    written = record(cfg, force=args.force, layout=args.layout)
-    print(f"recorded golden outputs: {len(written)} files under {cfg.golden}")
-    return 0
+        _error(result.message)
+    try:
+        print(f"JUnit: {write_reports(outcome, ('junit',))['junit']}")
+        write_reports(outcome, ("markdown", "report"))
+        if request.run is not None and request.run.mark_all:
+            print(layer_report(outcome))
+    except GateError as err:
+        if verbose:
+            traceback.print_exc()
+        _error(err)
+        return EXIT_ERROR
+    if request.shard_leg and outcome.exit_code != EXIT_ERROR:
+        print(f"shard {request.shard} evaluated; the verdict over all iterations comes from 'accuracy-gate merge'.")
+    return outcome.exit_code
 
 
 def main(argv=None) -> int:
@@ -658,17 +484,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
-    reports = _Reports()
+    from gate.pipeline import execute, failed
+
     try:
-        command = {"check": run_check, "merge": run_merge, "record": run_record, "run": run_run}[args.command]
-        return command(args, reports)
-    except GateError as err:
-        if verbose:
-            traceback.print_exc()
-        print(f"accuracy-gate: error: {err}", file=sys.stderr)
-        if args.command != "record" and not reports.reported:
-            _write_error_reports(args, reports, str(err))
-        return EXIT_ERROR
+        base = base_request(args)
+        try:
+            request = request_from_args(args, base)
+        except GateError as err:
+            outcome = failed(base, str(err), err)
+        else:
+            outcome = execute(request)
+        return _finish(outcome, verbose)
     except BrokenPipeError:  # e.g. `accuracy-gate check ... | head`: the reader went away
         sys.stderr.close()
         return EXIT_ERROR

@@ -293,19 +293,52 @@ def _junit_path(data: dict, overrides: dict, flag, root: Path, protected) -> Pat
     return require_output(Path(value), root, what, protected, default=DEFAULT_JUNIT)
 
 
-def load_config(
-    path, overrides: dict | None = None, flags: Mapping[str, str] | None = None, progress: dict | None = None
-) -> GateConfig:
+@dataclass(frozen=True)
+class ReportScope:
+    """What the report-path policy (``gate.report_files``) needs to know of a gate.toml: the confinement
+    ``root``, ``protected`` (``(path, description)`` of each file and folder the gate reads; complete
+    only when ``known``, i.e. once the file was read as TOML) and the checked JUnit path of
+    ``--junit`` / ``[report] junit`` / the default (``junit``; None with ``junit_error`` when refused,
+    None alone when not known)."""
+
+    root: Path
+    protected: tuple = ()
+    known: bool = False
+    junit: Path | None = None
+    junit_error: GateError | None = None
+
+
+def _scope(path: Path, overrides: dict, flag) -> tuple[ReportScope, dict | None]:
+    """``(scope, data)``: ``data`` is the TOML table, or None where the file cannot be read as TOML
+    (``scope`` then names only the config file and is not ``known``)."""
+    root = confinement_root(path, overrides.get("root"))
+    try:
+        data = tomllib.loads(_read_text(path))
+    except (GateError, tomllib.TOMLDecodeError):
+        return ReportScope(root=root, protected=((path, "the config file"),)), None
+    protected = tuple(_read_paths(path, data, overrides))
+    try:
+        junit, error = _junit_path(data, overrides, flag, root, protected), None
+    except GateError as err:
+        junit, error = None, err
+    return ReportScope(root=root, protected=protected, known=True, junit=junit, junit_error=error), data
+
+
+def report_scope(path, overrides: dict | None = None, flags: Mapping[str, str] | None = None) -> ReportScope:
+    """The :class:`ReportScope` of ``path`` with ``overrides`` (as for :func:`load_config`); never
+    raises a GateError: a file that cannot be read gives a scope that is not ``known``."""
+    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
+    return _scope(Path(path), overrides, _flag_of(overrides, flags or {}))[0]
+
+
+def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | None = None) -> GateConfig:
     """Reads ``gate.toml`` and applies ``overrides`` (flat keys as in ``GateConfig``; values already
     parsed, paths relative to the working directory). ``flags`` names where each override came from
     (``{"atol": "--atol"}``; ``"trt.engine"`` for a [trt] key): an error about a value set that way
     names it, one about a value written in gate.toml names the file and the key (as it does for an
     override without a name).
 
-    ``progress``, when given, is filled as reading goes on, for a caller that reports an error in
-    files: ``"root"`` (the confinement root), ``"protected"`` (``(path, description)`` of what the gate
-    reads; all of it once ``"complete"`` is True, i.e. once the file is read as TOML) and
-    ``"junit"`` (the JUnit path once it passed its checks; None when it failed them).
+    Where the reports of this configuration may go is :func:`report_scope`'s (the same reading).
 
     Raises:
         GateError: the file is missing or not TOML; an unknown key (with a suggestion); a value of
@@ -314,19 +347,19 @@ def load_config(
             confinement root; a JUnit path over a file or inside a folder the gate reads.
     """
     path = Path(path)
-    progress = {} if progress is None else progress
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     flag = _flag_of(overrides, flags or {})
-    root = confinement_root(path, overrides.pop("root", None))
-    progress.update(root=root, protected=[(path, "the config file")], complete=False)
-    text = _read_text(path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise GateError(f"{path}: not valid TOML ({err}).") from err
-    protected = _read_paths(path, data, overrides)
-    progress.update(protected=protected, complete=True, junit=None)  # None: refused, unless it passes
-    progress["junit"] = _junit_path(data, overrides, flag, root, protected)
+    scope, data = _scope(path, overrides, flag)
+    root = scope.root
+    overrides.pop("root", None)
+    if data is None:  # the same read again, for its error
+        text = _read_text(path)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            raise GateError(f"{path}: not valid TOML ({err}).") from err
+    if scope.junit_error is not None:
+        raise scope.junit_error
     flat = _flatten(data, path)
     base = path.resolve().parent
     settings = {key: base / value if key in ("model", "inputs", "golden") else value for key, value in flat.items()}

@@ -15,6 +15,7 @@ gate's ``check`` underneath (same comparator, verdict, reports and exit codes):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -104,6 +105,95 @@ def _relabeled(result: GateResult, relabel) -> GateResult:
         if run.stopped is not None:
             run.stopped = {**run.stopped, "message": relabel(run.stopped["message"])}
     return result
+
+
+def check_options(options, model_inputs) -> None:
+    """``run``'s flags that contradict each other or name inputs the model lacks: one-line errors.
+    ``options`` is a ``gate.pipeline.RunOptions`` (the flags as given)."""
+    if options.load_inputs and (options.seed is not None or options.val_range or options.iterations is not None):
+        given = "--seed" if options.seed is not None else "--val-range" if options.val_range else "--iterations"
+        raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")
+    if options.iterations is not None and options.iterations < 1:
+        raise GateError(f"--iterations must be at least 1, got {options.iterations}.")
+    if options.mark_all and len(options.runners) < 2:
+        raise GateError("--mark-all compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
+    for flag, names in (("--val-range", options.val_range or []), ("--input-shapes", options.input_shapes or [])):
+        seen = set()
+        for entry in names:
+            name = entry.rpartition(":")[0]
+            if name in seen:
+                raise GateError(f"{flag}: input '{name or '(default)'}' is given twice.")
+            seen.add(name)
+            if name and name not in model_inputs:
+                raise GateError(f"{flag}: the model has no input '{name}'; its inputs are {model_inputs}.")
+
+
+def parse_val_range(values) -> dict | None:
+    """``polygraphy run --val-range``: ``[lo,hi]`` entries, optionally ``name:[lo,hi]`` (split on the
+    last ``:``); a bare range is the ``""`` default."""
+    if not values:
+        return None
+    ranges = {}
+    for entry in values:
+        name, sep, text = entry.rpartition(":")
+        if not sep:
+            name, text = "", entry
+        try:
+            low, high = (float(part) for part in text.strip().strip("[]").split(","))
+        except ValueError as err:
+            raise GateError(f"--val-range: cannot read {entry!r}; expected [LO,HI] or NAME:[LO,HI].") from err
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            raise GateError(f"--val-range: {entry!r} must be two finite bounds with LO <= HI.")
+        ranges[name] = (low, high)
+    return ranges
+
+
+def synthetic_settings(options) -> tuple[int, dict | None, dict | None]:
+    """``(seed, val_range, input_shapes)`` of ``options`` parsed (seed 1 by default, as Polygraphy)."""
+    from gate.backend.trt.settings import parse_shape_args
+
+    seed = 1 if options.seed is None else options.seed
+    shapes = parse_shape_args(options.input_shapes) if options.input_shapes else None
+    return seed, parse_val_range(options.val_range), shapes
+
+
+def run_config(options, overrides) -> GateConfig:
+    """The comparison settings of ``accuracy-gate run`` (no gate.toml): ``overrides`` are the parsed
+    comparison flags (``gate.config.load_config``'s keys), validated as gate.toml's would be.
+
+    Raises:
+        GateError: a flag contradicting another, a bad tolerance, an input the model lacks.
+    """
+    from gate.config import check_tolerance
+
+    model_inputs = model_io_names(Path(options.model).resolve())[0]
+    for key in ("atol", "rtol"):
+        if overrides.get(key) is not None:
+            check_tolerance(None, key, overrides[key], lambda key, output="": f"--{key}")
+    check_options(options, model_inputs)
+    trt = {key: value for key, value in (overrides.get("trt") or {}).items() if value is not None}
+
+    def given(key, default):
+        return default if overrides.get(key) is None else overrides[key]
+
+    return GateConfig(
+        path=Path("accuracy-gate run"),
+        model=Path(options.model).resolve(),
+        inputs=Path.cwd(),
+        golden=Path.cwd(),
+        runners=list(options.runners),
+        execution_providers=given("execution_providers", ["CPUExecutionProvider"]),
+        graph_optimization_level=given("graph_optimization_level", "all"),
+        atol=given("atol", 1e-5),
+        rtol=given("rtol", 1e-5),
+        check_error_stat=given("check_error_stat", "elemwise"),
+        check_average=bool(overrides.get("check_average")),
+        infinities_compare_equal=overrides.get("infinities_compare_equal") is not False,
+        validate=bool(overrides.get("validate")),
+        junit=Path(overrides.get("junit") or "accuracy-gate-junit.xml"),
+        title=overrides.get("title") or "",
+        trt=trt,
+    )
 
 
 def run(

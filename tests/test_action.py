@@ -1195,8 +1195,6 @@ def test_a_junit_path_input_naming_the_config_never_overwrites_it(workspace):
 
     assert run.code == 2
     assert config.read_bytes() == before
-    assert any("would overwrite the config file" in line for line in run.stdout.splitlines())
-    assert any(
-        "Could not write the JUnit report" in line and "is not a JUnit file; not overwriting it" in line
-        for line in run.lines("::warning")
-    )
+    refusal = f"{config}: input `junit_path` would overwrite the config file"
+    assert any(refusal in line for line in run.stdout.splitlines())
+    assert any(line.startswith(f"::warning::Could not write the JUnit report: {refusal}") for line in run.lines("::"))

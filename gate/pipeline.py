@@ -1,0 +1,257 @@
+"""The one pipeline behind the CLI and the action: ``execute(request) -> Outcome``.
+
+A front end (``gate.cli``, ``gate.action``) parses its flags or inputs into a frozen :class:`Request`,
+calls :func:`execute`, prints the result, writes the report files with :func:`write_reports` and
+publishes. Everything between is here, once: reading gate.toml, the report-path policy
+(``gate.report_files``: confinement, never over what the gate reads, where an early error goes),
+the baseline, the job (``check``, ``record``, ``run`` or ``merge``), the partial result file, and
+the exit code.
+
+``execute`` never raises a ``GateError``: a user mistake becomes an ``Outcome`` whose result is an
+error (exit 2) with the report paths an error may use. Any other exception is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate import report_files
+from gate.errors import GateError
+from gate.report_files import ReportPaths
+from gate.results import ERROR, GateResult
+
+EXIT_ERROR = 2
+COMMANDS = ("check", "record", "run", "merge")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``accuracy-gate run``'s own settings (``gate.run``)."""
+
+    model: Path
+    runners: tuple = ("onnxrt",)
+    load_inputs: Path | None = None
+    load_outputs: Path | None = None
+    iterations: int | None = None
+    seed: int | None = None  # None: 1, as Polygraphy
+    val_range: tuple | None = None  # the --val-range entries as given
+    input_shapes: tuple | None = None  # the --input-shapes entries as given
+    mark_all: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a front end asks for, parsed and validated as far as it can be without reading files.
+
+    ``overrides`` are ``gate.config.load_config``'s flat override keys (``check``, ``record``; for
+    ``run`` the comparison settings), ``sources`` the flag that set each (for errors). ``names``
+    gives the flag or input that names each report file (``junit``, ``markdown``, ``report``,
+    ``partial``, ``baseline``), so that a refused path names where it came from; ``defaults`` the
+    path each report file takes when none is given (the JUnit file's is ``gate.paths.DEFAULT_JUNIT``):
+    a default path in the working directory is allowed wherever the confinement root is.
+    """
+
+    command: str
+    config: Path | None = None
+    overrides: Mapping = field(default_factory=dict)
+    sources: Mapping = field(default_factory=dict)
+    root: str | None = None
+    junit: Path | None = None
+    markdown: Path | None = None
+    report: Path | None = None
+    partial: Path | None = None
+    defaults: Mapping = field(default_factory=dict)  # kind -> its default path in the working directory
+    names: Mapping = field(default_factory=dict)
+    reads: tuple = ()  # (path, description) read besides gate.toml's files and the baseline
+    baseline: tuple = ()
+    fail_on: str = "threshold"
+    margins: object = None
+    shard: object = None  # gate.partial.Shard
+    title: str | None = None  # merge: replaces the shards' title
+    partials: tuple = ()  # merge
+    run: RunOptions | None = None
+    force: bool = False  # record
+    layout: str | None = None  # record
+    error_junit_fallback: bool = False  # a refused [report] junit sends an error to the default path
+    model_name: str = "model"  # names the error testcase until the model is known
+
+    @property
+    def shard_leg(self) -> bool:
+        """A matrix leg that runs one of several shards: it reports its part, the merge the verdict."""
+        return self.shard is not None and self.shard.count > 1
+
+
+@dataclass
+class Outcome:
+    """What :func:`execute` did: ``result`` (None for ``record``), the checked ``paths`` of the report
+    files, the ``config`` read (None where none was), and, for an error, ``error`` (the exception;
+    ``early`` when it came before any result)."""
+
+    request: Request
+    result: GateResult | None
+    paths: ReportPaths
+    config: object = None
+    error: BaseException | None = None
+    early: bool = False
+    partial: Path | None = None  # the partial result file written
+    recorded: list = field(default_factory=list)  # record: the golden files written
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 accuracy regressed, 2 could not evaluate; a shard leg that was evaluated is 0 (the
+        verdict over every shard is ``merge``'s)."""
+        if self.result is None:
+            return EXIT_ERROR if self.error is not None else 0
+        if self.request.shard_leg and self.result.status != ERROR:
+            return 0
+        return self.result.exit_code
+
+
+def failed(request: Request, message: str, error: BaseException | None = None, config=None) -> Outcome:
+    """The outcome of an error before any result: an error result, and the report paths it may use."""
+    name = config.model.name if config is not None and getattr(config, "model", None) else request.model_name
+    result = GateResult(model=name, status=ERROR, message=message)
+    paths = report_files.error_paths(request, report_files.scope_of(request))
+    return Outcome(request, result, paths, config=config, error=error, early=True)
+
+
+def execute(request: Request) -> Outcome:
+    """Runs ``request`` (see the module docstring); a GateError becomes an error outcome."""
+    state: dict = {}
+    try:
+        return _execute(request, state)
+    except GateError as err:
+        if request.command == "record":
+            return Outcome(request, None, ReportPaths(), config=state.get("config"), error=err, early=True)
+        return failed(request, str(err), err, state.get("config"))
+
+
+def _execute(request: Request, state: dict) -> Outcome:
+    if request.command == "record":
+        return _record(request, state)
+    scope = report_files.scope_of(request)
+    config = None
+    if request.command == "check":
+        from gate.config import load_config
+
+        config = load_config(request.config, {**request.overrides, "root": request.root}, request.sources)
+        state["config"] = config
+    paths = report_files.report_paths(request, scope)
+    baseline = _load_baseline(request)
+    if request.command == "check":
+        from gate.job import check
+
+        result = check(config, request.shard, partial=request.partial is not None)
+    elif request.command == "merge":
+        result = _merge(request)
+    else:
+        config, result = _run(request)
+        state["config"] = config
+    state["result"] = result
+    written = None
+    if request.partial is not None:
+        written = report_files.write("partial", request.partial, result)
+    if baseline is not None:
+        _apply_baseline(request, result, baseline)
+    return Outcome(request, result, paths, config=config, partial=written)
+
+
+def _record(request: Request, state: dict) -> Outcome:
+    from gate.config import load_config
+    from gate.job import record
+
+    config = load_config(request.config, {**request.overrides, "root": request.root}, request.sources)
+    state["config"] = config
+    written = record(config, force=request.force, layout=request.layout)
+    return Outcome(request, None, ReportPaths(), config=config, recorded=written)
+
+
+def _merge(request: Request) -> GateResult:
+    from gate.merge import merge_files
+    from gate.partial import result_of
+
+    run = merge_files(list(request.partials))
+    if request.title:
+        run.title = request.title
+    return result_of(run)
+
+
+def _run(request: Request):
+    """``accuracy-gate run``: the comparison settings without a gate.toml, then ``gate.run.run``."""
+    from gate.run import run, run_config, synthetic_settings
+
+    options = request.run
+    config = run_config(options, request.overrides)
+    seed, val_range, input_shapes = synthetic_settings(options)
+    result = run(
+        config,
+        load_inputs=options.load_inputs,
+        load_outputs=options.load_outputs,
+        iterations=options.iterations,
+        seed=seed,
+        val_range=val_range,
+        input_shapes=input_shapes,
+    )
+    return config, result
+
+
+def _baseline_error(request: Request, err: GateError) -> GateError:
+    name = request.names.get("baseline")
+    return GateError(f"{name}: {err}") if name else err
+
+
+def _load_baseline(request: Request):
+    """The baseline read before the model runs, so that a wrong one fails first (None without one)."""
+    from gate.baseline import load_baseline
+
+    if not request.baseline:
+        return None
+    try:
+        return load_baseline(list(request.baseline))
+    except GateError as err:
+        raise _baseline_error(request, err) from err
+
+
+def _apply_baseline(request: Request, result: GateResult, baseline) -> None:
+    from gate.baseline import apply_baseline
+
+    try:
+        apply_baseline(result, baseline, request.fail_on, request.margins)
+    except GateError as err:
+        raise _baseline_error(request, err) from err
+
+
+def write_reports(outcome: Outcome, kinds=report_files.KINDS, commit=None, key=None) -> dict:
+    """Writes ``outcome.result`` to each report file of ``kinds`` that has a checked path; returns
+    ``kind -> path`` of those written.
+
+    Raises:
+        GateError: a file cannot be written (the ones before it are written).
+    """
+    written = {}
+    for kind in kinds:
+        path = outcome.paths.get(kind)
+        if path is not None:
+            written[kind] = report_files.write(kind, path, outcome.result, commit, key)
+    return written
+
+
+def layer_report(outcome: Outcome) -> str:
+    """``run --mark-all``: every intermediate tensor of the first and last runner compared on the
+    first input, as text (diagnostics only)."""
+    from gate.data import open_tensor_set
+    from gate.job import model_io_names
+    from gate.layerwise import compare_layers, render_layers
+    from gate.run import synthetic_loader, synthetic_settings
+
+    options, config = outcome.request.run, outcome.config
+    if options.load_inputs:
+        feed = open_tensor_set(Path(options.load_inputs).resolve(), "input", model_io_names(config.model)[0])[0]
+    else:
+        feed = synthetic_loader(config.model, 1, *synthetic_settings(options))[0]
+    return render_layers(*compare_layers(config, feed))
+
+
+__all__ = ["Outcome", "Request", "RunOptions", "execute", "failed", "layer_report", "write_reports"]
