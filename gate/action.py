@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import sys
@@ -37,52 +36,16 @@ from pathlib import Path
 
 from gate.errors import GateError
 from gate.github import actions
+from gate.options import BY_NAME, DEFAULTS, INPUTS, overrides_from_inputs
 from gate.partial import default_partial_name
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
 
-# Action inputs (action.yml) in the order they are documented.
-INPUTS = (
-    "config",
-    "model",
-    "inputs",
-    "golden",
-    "runners",
-    "execution_providers",
-    "graph_optimization_level",
-    "atol",
-    "rtol",
-    "check_error_stat",
-    "check_average",
-    "infinities_compare_equal",
-    "validate",
-    "junit_path",
-    "report_path",
-    "title",
-    "mode",
-    "shard",
-    "partial_path",
-    "baseline",
-    "fail_on",
-    "regression_margin",
-    "github_token",
-    "pr_number",
-    "comment_mode",
-    "comment",
-    "comment_key",
-    "comment_author",
-)
-DEFAULTS = {
-    "report_path": "accuracy-gate-report.json",
-    "mode": "check",
-    "fail_on": "threshold",
-    "comment_mode": "always",
-}
-"""Defaults the code applies to an empty input; action.yml declares the same ones (a test checks)."""
+__all__ = ["DEFAULTS", "INPUTS", "main", "overrides_from_inputs"]  # INPUTS, DEFAULTS: from the option table
 REQUIRED = {"check": ("config",), "comment": ("github_token",), "merge": ("partial_path",)}
 """Inputs required per mode. GitHub does not enforce ``required: true``, so the action does."""
 OUTPUTS = ("passed", "regressed", "failed_outputs", "junit_path", "report_path", "report_json", "partial_path")
-MODES = ("check", "comment", "merge")
-COMMENT_MODES = ("always", "on-change", "on-failure", "off")
+MODES = BY_NAME["mode"].choices
+COMMENT_MODES = BY_NAME["comment_mode"].choices
 DEFAULT_JUNIT = "accuracy-gate-junit.xml"
 OUTPUT_JSON_LIMIT = 64 * 1024
 """Bytes for each JSON step output; GitHub allows 1 MB of outputs per job."""
@@ -204,73 +167,6 @@ def _login(name: str, value: str) -> str:
     if not _LOGIN.fullmatch(value.strip()):
         raise GateError(f"Input `{name}` must be a GitHub login such as `github-actions[bot]`, got {value!r}.")
     return value.strip()
-
-
-def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
-    """Action inputs -> the flat override keys of ``gate.config.load_config`` (same parsing as the
-    CLI flags: per-output ``name:value`` entries separated by spaces, commas or new lines). Paths are
-    resolved inside ``GITHUB_WORKSPACE``; numbers, booleans and names are validated here, so an
-    error names the input rather than gate.toml.
-
-    Raises:
-        GateError: a value that cannot be parsed or is out of range, naming the input.
-    """
-    from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
-    from gate.comparator.compare import CHECK_ERROR_STATS
-    from gate.config import RUNNERS, parse_per_output
-
-    def get(name):
-        return _get(name, environ)
-
-    def per_output(name, cast):
-        try:
-            return parse_per_output(get(name), cast, name)
-        except GateError as err:
-            raise GateError(f"Input `{name}`: {err}") from err
-
-    overrides: dict = {}
-    for key in ("model", "inputs", "golden"):
-        value = get(key)
-        overrides[key] = str(actions.workspace_path(key, value, environ)) if value else None
-    for key in ("runners", "execution_providers"):
-        value = get(key)
-        overrides[key] = value.replace(",", " ").split() if value else None
-    for runner in overrides["runners"] or []:
-        if runner not in RUNNERS:
-            raise GateError(f"Input `runners` names unknown runner {runner!r}; available: {', '.join(RUNNERS)}.")
-    for key in ("atol", "rtol"):
-        if not get(key):
-            overrides[key] = None
-            continue
-        value = per_output(key, float)
-        for tol in value.values() if isinstance(value, dict) else [value]:
-            if not math.isfinite(tol) or tol < 0:
-                raise GateError(f"Input `{key}` must hold non-negative finite numbers, got {get(key)!r}.")
-        overrides[key] = value
-    if get("check_error_stat"):
-        value = per_output("check_error_stat", str)
-        for stat in value.values() if isinstance(value, dict) else [value]:
-            if stat not in CHECK_ERROR_STATS:
-                raise GateError(
-                    f"Input `check_error_stat` must be one of {', '.join(CHECK_ERROR_STATS)} "
-                    f"(per output if wanted), got {stat!r}."
-                )
-        overrides["check_error_stat"] = value
-    else:
-        overrides["check_error_stat"] = None
-    for key in ("check_average", "infinities_compare_equal", "validate"):
-        value = get(key)
-        overrides[key] = actions.parse_bool(key, value) if value else None
-    level = get("graph_optimization_level")
-    overrides["graph_optimization_level"] = (
-        actions.parse_choice("graph_optimization_level", level, GRAPH_OPTIMIZATION_LEVELS) if level else None
-    )
-    overrides["title"] = get("title")
-    junit = get("junit_path")
-    overrides["junit"] = str(actions.workspace_path("junit_path", junit, environ)) if junit else None
-    # gate.toml's own paths must stay inside the workspace too (gate.paths).
-    overrides["root"] = environ.get("GITHUB_WORKSPACE") or None
-    return overrides
 
 
 def base_request(environ, settings: Settings):

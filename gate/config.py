@@ -38,6 +38,7 @@ from pathlib import Path
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
+from gate.options import toml_schema
 from gate.paths import DEFAULT_JUNIT, confinement_root, require_inside, require_output
 
 if sys.version_info >= (3, 11):
@@ -47,37 +48,8 @@ else:  # pragma: no cover
 
 RUNNERS = ("onnxrt", "trt")
 
-# key -> (section, type description)
-_SCHEMA = {
-    "": {"model": str, "inputs": str, "golden": str, "runners": list, "reference_runner": str},
-    "onnxrt": {"execution_providers": list, "graph_optimization_level": str},
-    "compare": {
-        "atol": (int, float, dict),
-        "rtol": (int, float, dict),
-        "check_error_stat": (str, dict),
-        "check_average": bool,
-        "infinities_compare_equal": bool,
-        "validate": bool,
-    },
-    "report": {"junit": str, "title": str},
-    # TensorRT (gate.backend.trt); names follow `polygraphy run`'s flags.
-    "trt": {
-        "flavour": str,
-        "fp16": bool,
-        "bf16": bool,
-        "tf32": bool,
-        "int8": bool,
-        "strongly_typed": bool,
-        "input_shapes": dict,
-        "profiles": list,
-        "workspace": (int, str),
-        "builder_optimization_level": int,
-        "cache_dir": str,
-        "engine": str,
-        "optimization_profile": int,
-        "allocation_strategy": str,
-    },
-}
+_SCHEMA = toml_schema()
+"""gate.toml's tables and keys, from the option table (``gate.options``)."""
 
 
 @dataclass
@@ -206,17 +178,17 @@ def _for_output(output: str) -> str:
     return f" (output '{_shown(output)}')" if output else ""
 
 
-def check_tolerance(source, key, value, flag):
-    """Every entry of a per-output tolerance is a non-negative finite number: an infinite one would
-    pass every finite output.
+def check_tolerance(value, subject) -> None:
+    """The one tolerance rule, for gate.toml, flags and action inputs alike: every entry of a
+    per-output atol/rtol is a non-negative finite number (an infinite one would pass every finite
+    output; ``1e400`` reads as infinite).
 
     Raises:
-        GateError: naming ``flag(key, output)`` when a flag set the entry, else ``source`` and ``key``.
+        GateError: ``"<subject(output)> must be a non-negative finite number, got <value>"``.
     """
     for output, v in _entries(value):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            subject = flag(key, output) or f"{source}: '{key}'"
-            raise GateError(f"{subject} must be a non-negative finite number, got {v!r}{_for_output(output)}.")
+            raise GateError(f"{subject(output)} must be a non-negative finite number, got {v!r}{_for_output(output)}.")
 
 
 def _flag_of(overrides: dict, flags: Mapping[str, str]):
@@ -378,7 +350,7 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     settings.setdefault("golden", settings["inputs"])
     for key in ("atol", "rtol"):
         if key in settings:
-            check_tolerance(path, key, settings[key], flag)
+            check_tolerance(settings[key], lambda output, key=key: flag(key, output) or f"{path}: '{key}'")
     stat = settings.get("check_error_stat", "elemwise")
     for output, value in _entries(stat):
         if value not in CHECK_ERROR_STATS:

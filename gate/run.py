@@ -159,17 +159,12 @@ def synthetic_settings(options) -> tuple[int, dict | None, dict | None]:
 
 def run_config(options, overrides) -> GateConfig:
     """The comparison settings of ``accuracy-gate run`` (no gate.toml): ``overrides`` are the parsed
-    comparison flags (``gate.config.load_config``'s keys), validated as gate.toml's would be.
+    comparison flags (``gate.config.load_config``'s keys, read and checked by ``gate.options``).
 
     Raises:
         GateError: a flag contradicting another, a bad tolerance, an input the model lacks.
     """
-    from gate.config import check_tolerance
-
     model_inputs = model_io_names(Path(options.model).resolve())[0]
-    for key in ("atol", "rtol"):
-        if overrides.get(key) is not None:
-            check_tolerance(None, key, overrides[key], lambda key, output="": f"--{key}")
     check_options(options, model_inputs)
     trt = {key: value for key, value in (overrides.get("trt") or {}).items() if value is not None}
 

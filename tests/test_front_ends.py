@@ -142,7 +142,9 @@ def test_a_merge_never_writes_over_the_partial_files_it_merges(project, tmp_path
         assert run_cli(project, "check", "--shard", f"{i}/2") == 0
     part = project / "accuracy-gate-partial-1-of-2.json"
     before = part.read_bytes()
-    assert cli.main(["merge", str(part), str(project / "accuracy-gate-partial-2-of-2.json"), "--report", str(part)]) == 2
+    assert (
+        cli.main(["merge", str(part), str(project / "accuracy-gate-partial-2-of-2.json"), "--report", str(part)]) == 2
+    )
     assert "--report would overwrite the partial result files being merged" in capsys.readouterr().err
     assert run_action(project, tmp_path, mode="merge", config="", partial_path=".", report_path=part.name) == 2
     assert "input `report_path` lies inside the partial result files being merged" in capsys.readouterr().out

@@ -1,0 +1,688 @@
+"""The option table: every setting of the gate once, with its gate.toml key, CLI flag(s), action
+input, parser, default and help. Everything else is generated from it or checked against it:
+
+- gate.toml's schema (``toml_schema``: which keys each table may hold, of which TOML types);
+- the CLI's argument groups (``add_arguments``: ``check``, ``record``, ``run`` and ``merge`` take the
+  options whose ``commands`` name them) and the overrides its flags give (``overrides_from_args``);
+- the action's inputs (``INPUTS``, in action.yml's order; ``DEFAULTS``) and the overrides they give
+  (``overrides_from_inputs``); tests/test_packaging.py checks action.yml and the README's inputs
+  table against them.
+
+Adding an option is one entry in :data:`OPTIONS`, e.g. a comparison switch in ``[compare]``::
+
+    Option("nan_compare_equal", toml="compare.nan_compare_equal", flags=("--nan-compare-equal",),
+           input="nan_compare_equal", kind=BOOL, commands=COMPARE, default=False,
+           help="treat NaN on both sides as equal (default: off)"),
+
+plus the field of the same name in ``gate.config.GateConfig`` (tests/test_options.py fails until it is
+there), its use where it acts, a description in action.yml and a row in the README's inputs table.
+
+Kinds say how a raw value is read: ``PATH``, ``STR``, ``LIST`` (TOML array; flag ``nargs="+"``; input
+split on spaces or commas), ``BOOL`` (``--x`` / ``--no-x``; input ``true``/``false``), ``CHOICE``,
+``INT``, ``PER_OUTPUT_FLOAT`` / ``PER_OUTPUT_STR`` (``polygraphy run``'s ``[<output>:]<value>``
+entries, ``gate.config.parse_per_output``), ``SHAPES`` (``name:[d,...]`` entries) and ``SIZE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate.errors import GateError
+
+PATH, STR, LIST, BOOL, CHOICE, INT, SIZE, FLAG = "path", "str", "list", "bool", "choice", "int", "size", "flag"
+PER_OUTPUT_FLOAT, PER_OUTPUT_STR = "per_output_float", "per_output_str"
+SHAPES, PROFILES = "shapes", "profiles"
+
+CHECK, RECORD, RUN, MERGE = "check", "record", "run", "merge"
+CONFIGURED = (CHECK, RECORD)  # commands that read a gate.toml
+COMPARE = (CHECK, RUN)  # commands that compare
+REPORTING = (CHECK, RUN, MERGE)  # commands that write reports
+
+TOML_TYPES = {
+    PATH: str,
+    STR: str,
+    LIST: list,
+    BOOL: bool,
+    CHOICE: str,
+    INT: int,
+    SIZE: (int, str),
+    PER_OUTPUT_FLOAT: (int, float, dict),
+    PER_OUTPUT_STR: (str, dict),
+    SHAPES: dict,
+    PROFILES: list,
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting. ``name`` is its key in ``gate.config.GateConfig`` and ``load_config``'s overrides
+    (``trt.<key>`` for the [trt] table); ``toml`` its ``[table.]key`` in gate.toml (None: not there);
+    ``flags`` its CLI flags (``dest`` the argparse name, default ``name``); ``input`` its action input;
+    ``argparse`` extra ``add_argument`` keywords (``metavar``, ``action``, ``type``)."""
+
+    name: str
+    toml: str | None = None
+    flags: tuple = ()
+    input: str | None = None
+    kind: str = STR
+    commands: tuple = ()
+    default: object = None
+    help: str = ""
+    choices: tuple | None = None
+    dest: str | None = None
+    group: str | None = None
+    argparse: Mapping = field(default_factory=dict)
+    help_for: Mapping = field(default_factory=dict)  # command -> help, where it reads differently
+
+    action_default: str | None = None  # what the action applies to an empty input (action.yml declares it)
+
+    @property
+    def key(self) -> str:
+        """The argparse destination."""
+        return self.dest or self.name
+
+
+TRT_GROUP = "TensorRT (runners = trt; see [trt] in gate.toml)"
+_PER_OUTPUT_ARGS = {"nargs": "+", "action": "extend"}
+
+
+def _trt(name, flag=None, kind=BOOL, help="", **kw) -> Option:
+    """A [trt] key (``polygraphy run``'s flag names)."""
+    flags = () if flag is False else (flag or f"--{name.replace('_', '-')}",)
+    return Option(f"trt.{name}", toml=f"trt.{name}", flags=flags, kind=kind, commands=COMPARE, group=TRT_GROUP,
+                  dest=kw.pop("dest", name), help=help, **kw)  # fmt: skip
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("config", flags=("config",), input="config", kind=PATH, commands=CONFIGURED, help="path to gate.toml"),
+    # --- accuracy-gate run's and merge's own arguments ---------------------------------------------------
+    Option("run.model", flags=("model",), kind=PATH, commands=(RUN,), help="the ONNX model"),
+    Option(
+        "partials",
+        flags=("partials",),
+        kind=PATH,
+        commands=(MERGE,),
+        argparse={"nargs": "+", "metavar": "PARTIAL"},
+        help="partial result files, or folders of them",
+    ),  # fmt: skip
+    Option(
+        "run.onnxrt",
+        flags=("--onnxrt",),
+        commands=(RUN,),
+        help="add ONNX Runtime",
+        argparse={"dest": "runner_flags", "action": "append_const", "const": "onnxrt"},
+    ),  # fmt: skip
+    Option(
+        "run.trt",
+        flags=("--trt",),
+        commands=(RUN,),
+        help="add TensorRT",
+        argparse={"dest": "runner_flags", "action": "append_const", "const": "trt"},
+    ),  # fmt: skip
+    Option(
+        "run.load_outputs",
+        flags=("--load-outputs", "--load-results"),
+        kind=PATH,
+        commands=(RUN,),
+        dest="load_outputs",
+        argparse={"metavar": "PATH"},
+        help="golden outputs (file or folder)",
+    ),  # fmt: skip
+    Option(
+        "run.load_inputs",
+        flags=("--load-inputs",),
+        kind=PATH,
+        commands=(RUN,),
+        dest="load_inputs",
+        argparse={"metavar": "PATH"},
+        help="stored inputs (file or folder) instead of synthetic ones",
+    ),  # fmt: skip
+    Option(
+        "run.iterations",
+        flags=("--iterations", "--iters"),
+        kind=INT,
+        commands=(RUN,),
+        dest="iterations",
+        argparse={"type": int, "metavar": "N"},
+        help="synthetic iterations (default 1; with --load-outputs, the number of iterations in the loaded golden "
+        "outputs, which N must equal)",
+    ),  # fmt: skip
+    Option(
+        "run.seed",
+        flags=("--seed",),
+        kind=INT,
+        commands=(RUN,),
+        dest="seed",
+        argparse={"type": int},
+        help="seed of the synthetic inputs (default 1, as Polygraphy)",
+    ),  # fmt: skip
+    Option(
+        "run.val_range",
+        flags=("--val-range",),
+        commands=(RUN,),
+        dest="val_range",
+        argparse={"nargs": "+", "metavar": "[NAME:][LO,HI]"},
+        help="synthetic value ranges",
+    ),  # fmt: skip
+    Option(
+        "run.mark_all",
+        flags=("--mark-all",),
+        kind=FLAG,
+        commands=(RUN,),
+        dest="mark_all",
+        help="also compare every intermediate tensor of the first and last runner on the first input, to "
+        "find the first layer that diverges (diagnostics only; the verdict comes from the unmodified "
+        "model)",
+    ),  # fmt: skip
+    # --- settings: gate.toml, flags and inputs ---------------------------------------------------------
+    Option(
+        "model",
+        toml="model",
+        flags=("--model",),
+        input="model",
+        kind=PATH,
+        commands=CONFIGURED,
+        help="the ONNX model (overrides 'model')",
+    ),  # fmt: skip
+    Option(
+        "inputs",
+        toml="inputs",
+        flags=("--inputs",),
+        input="inputs",
+        kind=PATH,
+        commands=CONFIGURED,
+        help="stored inputs folder (overrides 'inputs')",
+    ),  # fmt: skip
+    Option(
+        "golden",
+        toml="golden",
+        flags=("--golden",),
+        input="golden",
+        kind=PATH,
+        commands=CONFIGURED,
+        help="golden outputs folder (overrides 'golden')",
+    ),  # fmt: skip
+    Option(
+        "runners",
+        toml="runners",
+        flags=("--runners",),
+        input="runners",
+        kind=LIST,
+        commands=(CHECK,),
+        default=["onnxrt"],
+        help="live runners, e.g. onnxrt",
+        argparse={"metavar": "RUNNER"},
+    ),  # fmt: skip
+    Option(
+        "reference_runner",
+        toml="reference_runner",
+        flags=("--reference-runner",),
+        kind=CHOICE,
+        commands=(RECORD,),
+        choices=("onnxrt",),
+        default="onnxrt",
+        help="the runner whose outputs become golden",
+    ),  # fmt: skip
+    Option(
+        "execution_providers",
+        toml="onnxrt.execution_providers",
+        flags=("--execution-providers",),
+        input="execution_providers",
+        kind=LIST,
+        commands=(CHECK, RECORD, RUN),
+        default=["CPUExecutionProvider"],
+        help="ONNX Runtime execution providers, in priority order",
+        argparse={"metavar": "EP"},
+    ),  # fmt: skip
+    Option(
+        "graph_optimization_level",
+        toml="onnxrt.graph_optimization_level",
+        flags=("--graph-optimization-level",),
+        input="graph_optimization_level",
+        kind=CHOICE,
+        commands=(CHECK, RECORD, RUN),
+        choices=("disable", "basic", "extended", "all"),
+        default="all",
+        help="ONNX Runtime setting",
+    ),  # fmt: skip
+    Option(
+        "atol",
+        toml="compare.atol",
+        flags=("--atol", "--abs-tol"),
+        input="atol",
+        kind=PER_OUTPUT_FLOAT,
+        commands=COMPARE,
+        default=1e-5,
+        help="absolute tolerance(s)",
+        argparse={**_PER_OUTPUT_ARGS, "metavar": "[OUT:]TOL"},
+    ),  # fmt: skip
+    Option(
+        "rtol",
+        toml="compare.rtol",
+        flags=("--rtol", "--rel-tol"),
+        input="rtol",
+        kind=PER_OUTPUT_FLOAT,
+        commands=COMPARE,
+        default=1e-5,
+        help="relative tolerance(s)",
+        argparse={**_PER_OUTPUT_ARGS, "metavar": "[OUT:]TOL"},
+    ),  # fmt: skip
+    Option(
+        "check_error_stat",
+        toml="compare.check_error_stat",
+        flags=("--check-error-stat",),
+        input="check_error_stat",
+        kind=PER_OUTPUT_STR,
+        commands=COMPARE,
+        default="elemwise",
+        help="elemwise, max, mean, median or quantile (per output)",
+        argparse={**_PER_OUTPUT_ARGS, "metavar": "[OUT:]STAT"},
+    ),  # fmt: skip
+    Option(
+        "check_average",
+        toml="compare.check_average",
+        flags=("--check-average",),
+        input="check_average",
+        kind=BOOL,
+        commands=COMPARE,
+        default=False,
+        help="judge the average of each statistic over iterations",
+    ),  # fmt: skip
+    Option(
+        "infinities_compare_equal",
+        toml="compare.infinities_compare_equal",
+        flags=("--infinities-compare-equal",),
+        input="infinities_compare_equal",
+        kind=BOOL,
+        commands=COMPARE,
+        default=True,
+        help="treat the same infinity on both sides as equal (default: on)",
+    ),  # fmt: skip
+    Option(
+        "validate",
+        toml="compare.validate",
+        flags=("--validate",),
+        input="validate",
+        kind=BOOL,
+        commands=COMPARE,
+        default=False,
+        help="a NaN in any output stops evaluation with an error naming it (default: off)",
+    ),  # fmt: skip
+    Option(
+        "junit",
+        toml="report.junit",
+        flags=("--junit",),
+        input="junit_path",
+        kind=PATH,
+        commands=REPORTING,
+        help="where to write the JUnit XML file",
+        argparse={"metavar": "PATH"},
+        help_for={MERGE: "where to write JUnit XML (default accuracy-gate-junit.xml)"},
+    ),  # fmt: skip
+    Option(
+        "report",
+        flags=("--report",),
+        input="report_path",
+        kind=PATH,
+        commands=REPORTING,
+        action_default="accuracy-gate-report.json",
+        help="also write the results file (accuracy-gate-report v1)",
+        argparse={"metavar": "PATH"},
+    ),  # fmt: skip
+    Option(
+        "title",
+        toml="report.title",
+        flags=("--title",),
+        input="title",
+        commands=REPORTING,
+        help="heading of the Markdown report",
+        help_for={MERGE: "heading of the Markdown report (default: the shards' title)"},
+    ),  # fmt: skip
+    Option("mode", input="mode", kind=CHOICE, choices=("check", "comment", "merge"), action_default="check"),
+    Option(
+        "shard",
+        flags=("--shard",),
+        input="shard",
+        commands=(CHECK,),
+        argparse={"metavar": "I/N"},
+        help="run only shard I of N (iterations whose index %% N == I-1); exit 0 when evaluated, 2 when not: "
+        "the verdict over all iterations comes from 'accuracy-gate merge'",
+    ),  # fmt: skip
+    Option(
+        "partial",
+        flags=("--write-partial",),
+        input="partial_path",
+        kind=PATH,
+        commands=(CHECK, MERGE),
+        dest="write_partial",
+        argparse={"metavar": "PATH"},
+        help="write the partial result file (for 'merge' or as a baseline)",
+        help_for={MERGE: "write the merged run as one partial result file"},
+    ),  # fmt: skip
+    Option(
+        "baseline",
+        flags=("--baseline",),
+        input="baseline",
+        kind=PATH,
+        commands=(CHECK, MERGE),
+        argparse={"action": "append", "metavar": "PATH"},
+        help="results file, or partial result file(s) or folder, of the base branch (repeat for several "
+        "shards): adds a delta column per output",
+    ),  # fmt: skip
+    Option(
+        "fail_on",
+        flags=("--fail-on",),
+        input="fail_on",
+        kind=CHOICE,
+        commands=(CHECK, MERGE),
+        choices=("threshold", "regression"),
+        action_default="threshold",
+        help="threshold (default): fail when an output is out of tolerance; regression: only when it got worse "
+        "than the baseline by more than the margin, or crossed its tolerance",
+    ),  # fmt: skip
+    Option(
+        "regression_margin",
+        flags=("--regression-margin",),
+        input="regression_margin",
+        commands=(CHECK, MERGE),
+        argparse={**_PER_OUTPUT_ARGS, "metavar": "[OUT:]MARGIN"},
+        help="how much worse than the baseline an output's abs error may get, e.g. 1e-4 or 5%% (default 0)",
+    ),  # fmt: skip
+    Option("github_token", input="github_token"),
+    Option("pr_number", input="pr_number", kind=INT),
+    Option(
+        "comment_mode",
+        input="comment_mode",
+        kind=CHOICE,
+        choices=("always", "on-change", "on-failure", "off"),
+        action_default="always",
+    ),  # fmt: skip
+    Option("comment", input="comment", kind=BOOL),
+    Option("comment_key", input="comment_key"),
+    Option("comment_author", input="comment_author"),
+    # --- the CLI's own flags -------------------------------------------------------------------------
+    Option(
+        "markdown",
+        flags=("--markdown",),
+        kind=PATH,
+        commands=REPORTING,
+        argparse={"metavar": "PATH"},
+        help="also write the Markdown report to this file",
+    ),  # fmt: skip
+    Option(
+        "verbose",
+        flags=("-v", "--verbose"),
+        kind=FLAG,
+        commands=(CHECK, RECORD, RUN, MERGE),
+        help="print tracebacks and debug logs",
+    ),  # fmt: skip
+    Option(
+        "root",
+        flags=("--root",),
+        kind=PATH,
+        commands=(CHECK, RECORD, RUN, MERGE),
+        argparse={"metavar": "DIR"},
+        help="folder every model/inputs/golden path and report file must stay inside (default: "
+        "$GITHUB_WORKSPACE, else the config file's folder; the default JUnit path in the working directory "
+        "is always allowed)",
+        help_for=dict.fromkeys(
+            (RUN, MERGE),
+            "folder every report file must stay inside (default: $GITHUB_WORKSPACE, else the working directory)",
+        ),
+    ),  # fmt: skip
+    Option("force", flags=("--force",), kind=FLAG, commands=(RECORD,), help="overwrite existing golden outputs"),
+    Option(
+        "layout",
+        flags=("--layout",),
+        kind=CHOICE,
+        commands=(RECORD,),
+        choices=("onnx-zoo", "npz"),
+        help="golden layout (default: the inputs' layout)",
+    ),  # fmt: skip
+    _trt(
+        "flavour",
+        flag="--trt-flavour",
+        kind=CHOICE,
+        choices=("tensorrt", "tensorrt_rtx"),
+        dest="trt_flavour",
+        help="which TensorRT module to use",
+    ),  # fmt: skip
+    _trt("fp16", help="enable fp16 precision"),
+    _trt("bf16", help="enable bf16 precision"),
+    _trt("tf32", help="enable tf32 precision"),
+    _trt("int8", help="enable int8 precision"),
+    _trt("strongly_typed", help="build a strongly typed network"),
+    _trt(
+        "input_shapes",
+        kind=SHAPES,
+        argparse={"nargs": "+", "metavar": "NAME:[D,...]"},
+        help="one fixed profile, e.g. x:[1,3,48,192]",
+    ),  # fmt: skip
+    _trt("profiles", flag=False, kind=PROFILES),  # --trt-min/opt/max-shapes, below
+    _trt("workspace", kind=SIZE, argparse={"metavar": "SIZE"}, help="workspace memory-pool limit, e.g. 1G"),
+    _trt("builder_optimization_level", flag=False, kind=INT),
+    _trt(
+        "cache_dir",
+        flag="--engine-cache",
+        kind=PATH,
+        dest="engine_cache",
+        argparse={"metavar": "DIR"},
+        help="engine cache folder (default .accuracy-gate-cache/trt)",
+    ),  # fmt: skip
+    _trt(
+        "engine",
+        flag="--trt-engine",
+        kind=PATH,
+        dest="trt_engine",
+        argparse={"metavar": "PATH"},
+        help="a prebuilt serialized engine instead of building one",
+    ),  # fmt: skip
+    _trt("optimization_profile", kind=INT, argparse={"type": int, "metavar": "N"}, help="the profile the runner uses"),
+    _trt(
+        "allocation_strategy", kind=CHOICE, choices=("static", "profile", "runtime"), help="device memory strategy"
+    ),  # fmt: skip
+)
+BY_NAME = {option.name: option for option in OPTIONS}
+PROFILE_FLAGS = {which: f"--trt-{which}-shapes" for which in ("min", "opt", "max")}
+
+
+def toml_schema() -> dict:
+    """gate.toml's tables: ``{table: {key: TOML type or types}}``, ``""`` for the top level."""
+    schema: dict = {"": {}}
+    for option in OPTIONS:
+        if option.toml:
+            table, _, key = option.toml.rpartition(".")
+            schema.setdefault(table, {})[key] = TOML_TYPES[option.kind]
+    order = ("", "onnxrt", "compare", "report", "trt")
+    return {table: schema[table] for table in order}
+
+
+INPUTS = tuple(option.input for option in OPTIONS if option.input)
+"""The action's inputs, in action.yml's order."""
+DEFAULTS = {option.input: option.action_default for option in OPTIONS if option.action_default is not None}
+"""Defaults the action applies to an empty input; action.yml declares the same ones (the other
+inputs default to gate.toml's setting)."""
+SETTINGS = tuple(option.name for option in OPTIONS if option.toml)
+"""The options gate.toml holds: ``load_config``'s override keys (``trt.<key>`` for [trt])."""
+_UNFAILING = (PATH, STR, LIST, BOOL, CHOICE, INT, SIZE)
+
+
+# --- the CLI ------------------------------------------------------------------------------------------
+
+
+def _add(parser, option: Option, command: str) -> None:
+    help = option.help_for.get(command, option.help)
+    if option.flags[0].startswith("-"):
+        kwargs = {"dest": option.key, "help": help, **option.argparse}
+    else:
+        kwargs = {"help": help, **option.argparse}
+    if option.kind == BOOL and option.group:
+        kwargs.update(action="store_true", default=None)
+    elif option.kind == BOOL:
+        kwargs.update(action=argparse.BooleanOptionalAction, default=None)
+    elif option.kind == FLAG:
+        kwargs.update(action="store_true")
+    elif option.kind == CHOICE:
+        kwargs["choices"] = list(option.choices)
+    elif option.kind == LIST:
+        kwargs.setdefault("nargs", "+")
+    parser.add_argument(*option.flags, **kwargs)
+
+
+def add_arguments(parser, command: str, names=None) -> None:
+    """Adds the flags of every option ``command`` takes (only ``names``, in that order, if given); the
+    [trt] keys go in a TensorRT group."""
+    options = [BY_NAME[name] for name in names] if names else OPTIONS
+    group = None
+    for option in options:
+        if command not in option.commands or not option.flags:
+            continue
+        if option.group:
+            if group is None:
+                group = parser.add_argument_group(option.group)
+            _add(group, option, command)
+            if option.name == "trt.input_shapes":
+                for which, flag in PROFILE_FLAGS.items():
+                    group.add_argument(
+                        flag,
+                        nargs="+",
+                        action="append",
+                        metavar="NAME:[D,...]",
+                        help=f"{which} shapes of an optimization profile (repeat the three flags for several profiles)",
+                    )
+        else:
+            _add(parser, option, command)
+
+
+def _float(raw):
+    return float(raw)
+
+
+def parse_value(option: Option, raw, subject: str):
+    """A flag's or input's raw value (already split into entries where it has several) -> the
+    override ``load_config`` takes.
+
+    Raises:
+        GateError: a value that cannot be read or is out of range, naming ``subject``.
+    """
+    from gate.config import check_tolerance, parse_per_output
+
+    if option.kind == PER_OUTPUT_FLOAT:
+        value = parse_per_output(raw, _float, subject)
+        check_tolerance(value, lambda output: subject)
+        return value
+    if option.kind == PER_OUTPUT_STR:
+        return parse_per_output(raw, str, subject)  # the statistics are checked by load_config
+    if option.kind == SHAPES:
+        from gate.backend.trt.settings import parse_shape_args
+
+        return parse_shape_args(raw, subject)
+    if option.name == "trt.engine":
+        return str(Path(raw).resolve())
+    return raw
+
+
+def _trt_profiles(args) -> list | None:
+    from gate.backend.trt.settings import parse_shape_args
+
+    groups = [getattr(args, f"trt_{which}_shapes", None) or [] for which in PROFILE_FLAGS]
+    if not any(groups):
+        return None
+    if len({len(g) for g in groups}) != 1:
+        raise GateError("--trt-min-shapes, --trt-opt-shapes and --trt-max-shapes must be given equally often.")
+    return [
+        {which: parse_shape_args(shapes, PROFILE_FLAGS[which]) for which, shapes in zip(PROFILE_FLAGS, profile)}
+        for profile in zip(*groups)
+    ]
+
+
+def overrides_from_args(args, command: str, unfailing: bool = False) -> dict:
+    """The overrides of gate.toml's settings (:data:`SETTINGS`) that ``command``'s flags in ``args``
+    give (None where a flag was not given; ``trt``: the [trt] keys); with ``unfailing``, only those
+    whose reading cannot fail (paths, names, switches), as an error report needs them.
+
+    Raises:
+        GateError: a flag value that cannot be read or is out of range, naming the flag.
+    """
+    overrides: dict = {}
+    for name in SETTINGS:
+        option = BY_NAME[name]
+        if command not in option.commands or (unfailing and option.kind not in _UNFAILING):
+            continue
+        if option.kind == PROFILES:
+            value = _trt_profiles(args)
+        else:
+            raw = getattr(args, option.key, None)
+            value = None if raw is None else parse_value(option, raw, option.flags[0])
+        if name.startswith("trt."):
+            overrides.setdefault("trt", {})[name[4:]] = value
+        else:
+            overrides[name] = value
+    return overrides
+
+
+def flag_names(overrides: Mapping) -> dict:
+    """The flag of each override key, for ``load_config``'s errors (a bad flag value names the flag,
+    not gate.toml); ``trt.<key>`` for a [trt] key."""
+    names = {name: option.flags[0] for name, option in BY_NAME.items() if option.flags and option.toml}
+    return {key: names.get(key, "--" + key.replace("_", "-")) for key in overrides} | {
+        name: option.flags[0] for name, option in BY_NAME.items() if name.startswith("trt.") and option.flags
+    }
+
+
+# --- the action -------------------------------------------------------------------------------------
+
+
+def _check_stat_input(name: str, value) -> None:
+    from gate.comparator.compare import CHECK_ERROR_STATS
+
+    for stat in value.values() if isinstance(value, dict) else [value]:
+        if stat not in CHECK_ERROR_STATS:
+            raise GateError(
+                f"Input `{name}` must be one of {', '.join(CHECK_ERROR_STATS)} (per output if wanted), got {stat!r}."
+            )
+
+
+def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
+    """The action inputs that override gate.toml settings -> ``load_config``'s overrides (the same
+    parsing as the CLI flags: per-output ``name:value`` entries separated by spaces, commas or new
+    lines). Paths are resolved inside ``GITHUB_WORKSPACE``; numbers, booleans and names are checked
+    here, so that an error names the input rather than gate.toml.
+
+    Raises:
+        GateError: a value that cannot be read or is out of range, naming the input.
+    """
+    from gate.config import RUNNERS
+    from gate.github import actions
+
+    overrides: dict = {}
+    for option in OPTIONS:
+        if not (option.input and option.toml):
+            continue
+        value = actions.read_input(option.input, environ)
+        subject = f"Input `{option.input}`"
+        if not value:
+            overrides[option.name] = None
+        elif option.kind == PATH:
+            overrides[option.name] = str(actions.workspace_path(option.input, value, environ))
+        elif option.kind == LIST:
+            overrides[option.name] = value.replace(",", " ").split()
+            for runner in overrides[option.name] if option.name == "runners" else ():
+                if runner not in RUNNERS:
+                    raise GateError(
+                        f"Input `runners` names unknown runner {runner!r}; available: {', '.join(RUNNERS)}."
+                    )
+        elif option.kind == BOOL:
+            overrides[option.name] = actions.parse_bool(option.input, value)
+        elif option.kind == CHOICE:
+            overrides[option.name] = actions.parse_choice(option.input, value, option.choices)
+        else:
+            overrides[option.name] = parse_value(option, value, subject)
+            if option.kind == PER_OUTPUT_STR:
+                _check_stat_input(option.input, overrides[option.name])
+    # gate.toml's own paths must stay inside the workspace too (gate.paths).
+    overrides["root"] = environ.get("GITHUB_WORKSPACE") or None
+    return overrides
