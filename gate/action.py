@@ -36,7 +36,8 @@ from pathlib import Path
 
 from gate.errors import GateError
 from gate.github import actions
-from gate.options import BY_NAME, DEFAULTS, INPUTS, overrides_from_inputs
+from gate.option_readers import overrides_from_inputs
+from gate.options import BY_NAME, DEFAULTS, INPUTS
 from gate.partial import default_partial_name
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
 

@@ -52,7 +52,7 @@ RUN_DESCRIPTION = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The four subcommands, each with the flags of the options it takes (``gate.options``)."""
-    from gate.options import add_arguments
+    from gate.option_readers import add_arguments
 
     parser = _Parser(
         prog="accuracy-gate",
@@ -85,14 +85,14 @@ def baseline_options(args) -> tuple[str, object]:
 
 def overrides_from_args(args) -> dict:
     """CLI flags -> the flat override keys of ``gate.config.load_config`` (``gate.options``)."""
-    from gate.options import overrides_from_args
+    from gate.option_readers import overrides_from_args
 
     return {**overrides_from_args(args, args.command), "root": args.root}
 
 
 def flag_names(overrides: dict) -> dict:
     """The flag of each override key, for ``load_config``'s errors."""
-    from gate.options import flag_names
+    from gate.option_readers import flag_names
 
     return flag_names(overrides)
 
@@ -107,7 +107,7 @@ def _optional_path(value) -> Path | None:
 def base_request(args):
     """The part of ``args``' request that cannot fail to parse: enough for an error report (``run``'s
     options too, as far as they name files the report paths must stay off)."""
-    from gate.options import overrides_from_args
+    from gate.option_readers import overrides_from_args
     from gate.pipeline import Request, RunOptions
 
     command = args.command

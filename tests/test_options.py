@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 import yaml
 
-from gate import options
+from gate import option_readers, options
 from gate.cli import build_parser
 from gate.config import _SCHEMA, GateConfig
 from gate.errors import GateError
@@ -78,8 +78,8 @@ def test_a_flag_and_an_input_read_the_same_value(name, raw, monkeypatch):
     else:
         argv = [flag, raw]
     args = build_parser().parse_args(["check", "gate.toml", *argv])
-    from_flag = options.overrides_from_args(args, "check")[name]
-    from_input = options.overrides_from_inputs({f"INPUT_{option.input.upper()}": raw})[name]
+    from_flag = option_readers.overrides_from_args(args, "check")[name]
+    from_input = option_readers.overrides_from_inputs({f"INPUT_{option.input.upper()}": raw})[name]
     assert from_flag == from_input
 
 
@@ -89,9 +89,9 @@ def test_the_tolerance_rule_is_the_same_for_flags_inputs_and_gate_toml(raw, tmp_
 
     args = build_parser().parse_args(["check", "gate.toml", "--atol", raw])
     with pytest.raises(GateError, match=r"^--atol must be a non-negative finite number, got "):
-        options.overrides_from_args(args, "check")
+        option_readers.overrides_from_args(args, "check")
     with pytest.raises(GateError, match=r"^Input `atol` must be a non-negative finite number, got "):
-        options.overrides_from_inputs({"INPUT_ATOL": raw})
+        option_readers.overrides_from_inputs({"INPUT_ATOL": raw})
     name, _, value = raw.rpartition(":")
     toml = f'"{name}" = {value}' if name else value
     toml = {"inf": "inf", "nan": "nan"}.get(toml, toml)
