@@ -52,11 +52,15 @@ _SCHEMA = toml_schema()
 """gate.toml's tables and keys, from the option table (``gate.options``)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateConfig:
-    """A validated configuration. Paths are absolute."""
+    """The settings of one comparison, validated and frozen: gate.toml with the flags or action
+    inputs over it (``load_config``), or ``accuracy-gate run``'s flags alone (``gate.run.run_config``;
+    ``path`` None). Paths are absolute. ``source`` names where the settings came from in messages
+    (the gate.toml path, or ``accuracy-gate run``); ``trt_build`` is the ``[trt]`` table's build
+    settings, parsed when a runner is ``trt``."""
 
-    path: Path
+    path: Path | None
     model: Path
     inputs: Path
     golden: Path
@@ -74,6 +78,22 @@ class GateConfig:
     reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)
     junit: Path = Path("accuracy-gate-junit.xml")
     title: str = ""
+    source: str = ""
+    trt_build: object = None  # gate.backend.trt.TrtBuildSettings
+
+
+def trt_build_settings(table: Mapping, source: str):
+    """``[trt]`` -> ``TrtBuildSettings`` (``gate.backend.trt.settings``).
+
+    Raises:
+        GateError: a bad setting, prefixed with ``source`` and ``[trt]``.
+    """
+    from gate.backend.trt.settings import build_settings_from_table
+
+    try:
+        return build_settings_from_table(table)
+    except GateError as err:
+        raise GateError(f"{source}: [trt] {err}") from err
 
 
 PER_OUTPUT = ("atol", "rtol", "check_error_stat")
@@ -402,4 +422,7 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     trt = settings.get("trt", {})
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")
-    return GateConfig(path=path.resolve(), **settings)
+    source = str(path.resolve())
+    if "trt" in settings.get("runners", ()):  # parsed now: a [trt] mistake shows before anything runs
+        settings["trt_build"] = trt_build_settings(trt, source)
+    return GateConfig(path=path.resolve(), source=source, **settings)

@@ -20,7 +20,7 @@ from gate.backend.golden import GoldenRunner
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.comparator.data_loader import coerce_feed_dict
-from gate.config import GateConfig
+from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
@@ -94,7 +94,7 @@ def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
         return OnnxrtRunner(session, name=name or "onnxrt")
     if kind == "trt":
         return trt_runner(cfg, name or "trt")
-    raise GateError(f"{cfg.path}: unknown runner '{kind}'.")
+    raise GateError(f"{cfg.source}: unknown runner '{kind}'.")
 
 
 def trt_runner(cfg: GateConfig, name: str):
@@ -108,29 +108,8 @@ def trt_runner(cfg: GateConfig, name: str):
     from gate.backend import trt
 
     settings = dict(cfg.trt)
-    flavour = settings.get("flavour", "tensorrt")
-    try:
-        profiles = settings.get("profiles", [])
-        for index, profile in enumerate(profiles):
-            if not isinstance(profile, dict) or set(profile) != {"min", "opt", "max"}:
-                raise GateError(f"trt.profiles[{index}] must be a table with min, opt and max shapes.")
-        build = trt.TrtBuildSettings(
-            flavour=flavour,
-            fp16=settings.get("fp16", False),
-            bf16=settings.get("bf16", False),
-            tf32=settings.get("tf32", False),
-            int8=settings.get("int8", False),
-            strongly_typed=settings.get("strongly_typed", False),
-            input_shapes=settings.get("input_shapes", {}),
-            profiles=trt.profiles_from_shapes(
-                [p["min"] for p in profiles], [p["opt"] for p in profiles], [p["max"] for p in profiles]
-            ),
-            workspace=trt.parse_size(settings["workspace"]) if "workspace" in settings else None,
-            builder_optimization_level=settings.get("builder_optimization_level"),
-            outputs=settings.get("outputs"),
-        )
-    except GateError as err:
-        raise GateError(f"{cfg.path}: [trt] {err}") from err
+    build = cfg.trt_build if cfg.trt_build is not None else trt_build_settings(cfg.trt, cfg.source)
+    flavour = build.flavour
     trt.probe_gpu(flavour=flavour)  # settings first: a config mistake shows even on a machine without a GPU
     try:
         if "engine" in settings:
@@ -145,7 +124,7 @@ def trt_runner(cfg: GateConfig, name: str):
             allocation_strategy=settings.get("allocation_strategy"),
         )
     except GateError as err:
-        raise GateError(f"{cfg.path}: [trt] {err}") from err
+        raise GateError(f"{cfg.source}: [trt] {err}") from err
 
 
 PROGRESS_INTERVAL_S = 5.0
@@ -280,7 +259,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
-        raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'.")
+        raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
     golden = open_tensor_set(cfg.golden, "output", output_names)
     if len(golden) != len(inputs):
         hint = (
@@ -382,11 +361,11 @@ def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str
     if shared and (golden_layout != MODEL_ZOO or inputs_layout != MODEL_ZOO):
         if golden_layout == MODEL_ZOO:  # model-zoo golden files beside inputs of another layout
             raise GateError(
-                f"{cfg.path}: output_<K>.pb files can sit beside the inputs only when the inputs are in the ONNX "
+                f"{cfg.source}: output_<K>.pb files can sit beside the inputs only when the inputs are in the ONNX "
                 f'model-zoo layout too, but {cfg.inputs} holds {inputs_layout} inputs; set golden = "golden".'
             )
         raise GateError(
-            f"{cfg.path}: golden outputs in the {golden_layout} layout need a folder of their own, but 'golden' is "
+            f"{cfg.source}: golden outputs in the {golden_layout} layout need a folder of their own, but 'golden' is "
             f'the inputs folder {cfg.inputs}; set golden = "golden" (only the ONNX model-zoo layout keeps '
             "output_<K>.pb beside input_<K>.pb)."
         )
@@ -400,7 +379,7 @@ def _check_per_output_names(cfg: GateConfig, output_names) -> None:
         unknown = [name for name in value if name and name not in output_names] if isinstance(value, dict) else []
         if unknown:
             raise GateError(
-                f"{cfg.path}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "
+                f"{cfg.source}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "
                 f"its outputs are {output_names}."
             )
 

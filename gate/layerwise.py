@@ -33,9 +33,11 @@ def _mark_all_runner(kind: str, cfg: GateConfig, marked_model: Path, name: str):
         return OnnxrtRunner(
             SessionFromOnnx(marked_model, cfg.execution_providers, cfg.graph_optimization_level), name=name
         )
+    from gate.config import trt_build_settings
     from gate.job import trt_runner
 
-    return trt_runner(replace(cfg, trt={**cfg.trt, "outputs": "*"}), name)
+    build = cfg.trt_build if cfg.trt_build is not None else trt_build_settings(cfg.trt, cfg.source)
+    return trt_runner(replace(cfg, trt_build=replace(build, outputs="*")), name)
 
 
 def compare_layers(cfg: GateConfig, feed_dict) -> tuple[str, str, list[LayerRow]]:

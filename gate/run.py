@@ -171,8 +171,12 @@ def run_config(options, overrides) -> GateConfig:
     def given(key, default):
         return default if overrides.get(key) is None else overrides[key]
 
+    from gate.config import trt_build_settings
+
     return GateConfig(
-        path=Path("accuracy-gate run"),
+        path=None,
+        source="accuracy-gate run",
+        trt_build=trt_build_settings(trt, "accuracy-gate run") if "trt" in options.runners else None,
         model=Path(options.model).resolve(),
         inputs=Path.cwd(),
         golden=Path.cwd(),

@@ -293,3 +293,33 @@ class TrtBuildSettings:
             if self.compute_capabilities in (None, "current")
             else list(self.compute_capabilities),
         }
+
+
+def build_settings_from_table(table: Mapping) -> TrtBuildSettings:
+    """gate.toml's ``[trt]`` table (with the TensorRT flags merged in) -> the build settings; the
+    runner's own keys (``engine``, ``cache_dir``, ``optimization_profile``, ``allocation_strategy``)
+    are left to the runner.
+
+    Raises:
+        GateError: a profile that is not a table of min, opt and max shapes; a bad shape, size or
+            setting (``TrtBuildSettings``).
+    """
+    profiles = table.get("profiles", [])
+    for index, profile in enumerate(profiles):
+        if not isinstance(profile, dict) or set(profile) != {"min", "opt", "max"}:
+            raise GateError(f"trt.profiles[{index}] must be a table with min, opt and max shapes.")
+    return TrtBuildSettings(
+        flavour=table.get("flavour", "tensorrt"),
+        fp16=table.get("fp16", False),
+        bf16=table.get("bf16", False),
+        tf32=table.get("tf32", False),
+        int8=table.get("int8", False),
+        strongly_typed=table.get("strongly_typed", False),
+        input_shapes=table.get("input_shapes", {}),
+        profiles=profiles_from_shapes(
+            [p["min"] for p in profiles], [p["opt"] for p in profiles], [p["max"] for p in profiles]
+        ),
+        workspace=parse_size(table["workspace"]) if "workspace" in table else None,
+        builder_optimization_level=table.get("builder_optimization_level"),
+        outputs=table.get("outputs"),
+    )
