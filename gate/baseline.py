@@ -105,9 +105,10 @@ def load_baseline(paths) -> Baseline:
     """
     from gate.merge import merge_runs, partial_files
     from gate.partial import SCHEMA as PARTIAL
-    from gate.partial import load_json, read_partial, result_of
+    from gate.partial import read_partial, result_of
     from gate.report.json_report import SCHEMA as REPORT
     from gate.report.json_report import read_untrusted_report
+    from gate.strict_json import load_json
 
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     files = partial_files(paths)

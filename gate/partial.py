@@ -51,7 +51,8 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
-from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
+from gate.results import ERROR, GateResult, finish_rows, gate_result, verdicts
+from gate.strict_json import json_int, json_number, load_json, number_from_json
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
@@ -523,29 +524,6 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
         )
         samples.append((index, result))
     return name, samples
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
-def load_json(path, what: str) -> dict:
-    """A JSON object from ``path``; a missing, unreadable or corrupt file is a one-line GateError."""
-    source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as err:
-        raise GateError(f"{source}: cannot read the {what} ({err.strerror or err}).") from err
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        detail = (
-            f"line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else type(err).__name__
-        )
-        raise GateError(f"{source}: the {what} is not valid JSON ({detail}); it is corrupt or truncated.") from err
-    if not isinstance(data, dict):
-        raise GateError(f"{source}: the {what} is not a JSON object.")
-    return data
 
 
 def read_partial(path, data: dict | None = None) -> ComparedRun:

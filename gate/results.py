@@ -307,38 +307,6 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
     return row
 
 
-def json_number(value) -> float | str | None:
-    """A float for strict JSON: itself (``repr`` round-trips exactly), or ``"NaN"`` / ``"Infinity"`` /
-    ``"-Infinity"``, or None. Shared by the results file and the partial-result file."""
-    if value is None:
-        return None
-    value = float(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
-
-
-def number_from_json(value) -> float | None:
-    """The inverse of ``json_number``: a JSON number, ``"NaN"``/``"Infinity"``/``"-Infinity"`` or null.
-
-    Raises:
-        TypeError: anything else (callers turn it into their one-line error naming the file).
-    """
-    if value is None:
-        return None
-    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
-        return float(value.replace("Infinity", "inf"))
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(value)
-    return float(value)
-
-
-def json_int(value) -> int | None:
-    return None if value is None else int(value)
-
-
 def plural(count: int, noun: str) -> str:
     """``1 iteration``, ``8 iterations``."""
     return f"{count} {noun}{'' if count == 1 else 's'}"

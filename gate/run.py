@@ -24,7 +24,7 @@ from pathlib import Path
 
 import onnx
 
-from gate.backend.base import TensorMetadata
+from gate.common import TensorMetadata
 from gate.comparator.data_loader import DataLoader
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration

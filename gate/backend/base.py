@@ -6,33 +6,12 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections import OrderedDict
 
-import numpy as np
-
+from gate.common import TensorMetadata, is_valid_shape_override
 from gate.errors import GateError
 
 log = logging.getLogger("gate.backend")
 _counters: dict[str, itertools.count] = {}
-
-
-class TensorMetadata(OrderedDict):
-    """``name -> (numpy dtype, shape)``; a dynamic dim is a str, None or a negative int."""
-
-    def add(self, name, dtype, shape):
-        self[name] = (None if dtype is None else np.dtype(dtype), tuple(shape) if shape is not None else None)
-        return self
-
-
-def is_dynamic_dim(dim) -> bool:
-    return dim is None or isinstance(dim, str) or (isinstance(dim, int) and dim < 0)
-
-
-def is_valid_shape_override(shape, expected) -> bool:
-    """Same rank, and every static dim of ``expected`` equal (Polygraphy's rule)."""
-    if expected is None:
-        return True
-    return len(shape) == len(expected) and all(is_dynamic_dim(e) or int(s) == int(e) for s, e in zip(shape, expected))
 
 
 class BaseRunner:

@@ -31,7 +31,7 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
-from gate.backend.base import is_dynamic_dim, is_valid_shape_override
+from gate.common import is_dynamic_dim, is_valid_shape_override
 from gate.errors import GateError
 
 __all__ = ["DEFAULT_SEED", "DEFAULT_SHAPE_VALUE", "DEFAULT_VAL_RANGE", "DataLoader", "coerce_feed_dict"]

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
-from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number, number_from_json
+from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict
+from gate.strict_json import json_int, json_number, number_from_json
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
