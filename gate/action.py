@@ -382,8 +382,8 @@ def _comment_outcome(outcome: dict, number: int) -> str:
 def _post(client, environ, settings: Settings, number: int, result: GateResult, key, run_url, commit) -> dict:
     """Render ``result`` into the comment budget and create or update the comment per ``comment_mode``."""
     from gate.github.comments import COMMENT_TRUNCATE_AT, header_size, upsert_comment
-    from gate.report.json_report import results_digest
     from gate.report.markdown import render_markdown
+    from gate.results_file import results_digest
 
     digest = results_digest(result) if settings.comment_mode == "on-change" else None
     body = render_markdown(result, run_url, commit, budget=COMMENT_TRUNCATE_AT - header_size(key, digest))
@@ -460,7 +460,7 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
 
 def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
     from gate.pipeline import write_reports
-    from gate.report.json_report import dumps_within, report_document
+    from gate.results_file import dumps_within, report_document
 
     result = outcome.result
     key = settings.comment_key or f"{environ.get('GITHUB_WORKFLOW') or 'workflow'}/{settings.config or 'default'}"
@@ -636,7 +636,7 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
     """
     from gate.github.event import find_pull_request, head_sha, load_event
     from gate.report import render_text
-    from gate.report.json_report import dumps_within, read_untrusted_report, report_document
+    from gate.results_file import dumps_within, read_untrusted_report, report_document
 
     def fail(message: str) -> int:
         actions.error(f"could not post the accuracy report: {message}", title="accuracy-gate")
@@ -715,7 +715,7 @@ def _warn_only(step, err) -> None:
 
 
 def _json_list_of(documents: list[dict]) -> str:
-    from gate.report.json_report import dumps, dumps_within
+    from gate.results_file import dumps, dumps_within
 
     share = OUTPUT_JSON_LIMIT // max(len(documents), 1)
     return "[" + ",".join(dumps_within(d, share - 2) for d in documents) + "]" if documents else dumps([])

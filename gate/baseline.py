@@ -68,7 +68,7 @@ def parse_margins(values, setting: str):
     Raises:
         GateError: a value that is not a non-negative number or percentage, naming the setting.
     """
-    from gate.config import parse_per_output
+    from gate.per_output import parse_per_output
 
     return parse_per_output(values, parse_margin, setting)
 
@@ -106,8 +106,8 @@ def load_baseline(paths) -> Baseline:
     from gate.merge import merge_runs, partial_files
     from gate.partial import SCHEMA as PARTIAL
     from gate.partial import read_partial, result_of
-    from gate.report.json_report import SCHEMA as REPORT
-    from gate.report.json_report import read_untrusted_report
+    from gate.results_file import SCHEMA as REPORT
+    from gate.results_file import read_untrusted_report
     from gate.strict_json import load_json
 
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)

@@ -107,37 +107,6 @@ def merge_per_output(base, override):
     return merged[""] if list(merged) == [""] else merged
 
 
-def parse_per_output(values, cast, setting: str):
-    """Parses ``polygraphy run``-style per-output values: each entry is ``[<output>:]<value>``, split
-    on the last ``:`` so names may contain ``:``. A lone default entry gives a plain value, anything
-    else a dict whose ``""`` key is the default.
-
-    Raises:
-        GateError: a value that ``cast`` rejects, naming the setting.
-    """
-    if isinstance(values, str):
-        values = values.replace(",", " ").split()
-    else:
-        values = [part for value in values for part in str(value).replace(",", " ").split()]
-    parsed = {}
-    for entry in values:
-        name, sep, raw = str(entry).rpartition(":")
-        if not sep:
-            name, raw = "", entry
-        if name in parsed:
-            what = f"output '{name}'" if name else "the default (an entry without a name)"
-            raise GateError(f"{setting}: {what} is given twice.")
-        try:
-            parsed[name] = cast(raw)
-        except ValueError as err:
-            raise GateError(f"{setting}: cannot read {entry!r} ({err}).") from err
-    if not parsed:
-        raise GateError(f"{setting}: no value given.")
-    if list(parsed) == [""]:
-        return parsed[""]
-    return parsed
-
-
 def _check_type(source, section, key, value):
     expected = _SCHEMA[section][key]
     where = f"{section}.{key}" if section else key

@@ -85,7 +85,8 @@ def parse_value(option: Option, raw, subject: str):
     Raises:
         GateError: a value that cannot be read or is out of range, naming ``subject``.
     """
-    from gate.config import check_tolerance, parse_per_output
+    from gate.config import check_tolerance
+    from gate.per_output import parse_per_output
 
     if option.kind == PER_OUTPUT_FLOAT:
         value = parse_per_output(raw, _float, subject)

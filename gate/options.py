@@ -19,7 +19,7 @@ there), its use where it acts, a description in action.yml and a row in the READ
 Kinds say how a raw value is read: ``PATH``, ``STR``, ``LIST`` (TOML array; flag ``nargs="+"``; input
 split on spaces or commas), ``BOOL`` (``--x`` / ``--no-x``; input ``true``/``false``), ``CHOICE``,
 ``INT``, ``PER_OUTPUT_FLOAT`` / ``PER_OUTPUT_STR`` (``polygraphy run``'s ``[<output>:]<value>``
-entries, ``gate.config.parse_per_output``), ``SHAPES`` (``name:[d,...]`` entries) and ``SIZE``.
+entries, ``gate.per_output.parse_per_output``), ``SHAPES`` (``name:[d,...]`` entries) and ``SIZE``.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ def write(kind: str, path, result, commit: str | None = None, key: str | None = 
         GateError: the file cannot be written (one line naming it).
     """
     from gate.report import render_markdown, write_junit
-    from gate.report.json_report import write_report
+    from gate.results_file import write_report
 
     path = Path(path)
     try:

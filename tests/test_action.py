@@ -22,9 +22,9 @@ from onnx import numpy_helper
 from gate.action import FORK_NOTICE, INPUTS, annotate_outputs, main
 from gate.github import actions as gh_actions
 from gate.github.comments import COMMENT_TRUNCATE_AT, DIGEST_PREFIX, MARKER_PREFIX, GitHubClient, marker
-from gate.report.json_report import SCHEMA, write_report
 from gate.report.markdown import md_code
 from gate.results import GateResult, OutputVerdict
+from gate.results_file import SCHEMA, write_report
 
 from fake_github import BODY_LIMIT, TOKEN, FakeGitHub, json_response, parse_github_output, recorded_calls
 
@@ -1055,7 +1055,7 @@ def test_companion_renders_a_hostile_results_file_as_inert_text(workspace, fake,
     ],
 )
 def test_companion_refuses_an_invalid_results_file(workspace, fake, tmp_path, monkeypatch, content, expected):
-    monkeypatch.setattr("gate.report.json_report.MAX_FILE_BYTES", 4096)
+    monkeypatch.setattr("gate.results_file.MAX_FILE_BYTES", 4096)
     fake.add_pull(PR_NUMBER, HEAD_SHA, branch="feature", head_repo=FORK, repo=REPO)
     (workspace.root / "artifact").mkdir()
     (workspace.root / "artifact" / "report.json").write_bytes(content)

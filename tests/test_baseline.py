@@ -324,8 +324,8 @@ def test_action_inputs_baseline_fail_on_and_margin(gate, tmp_path, capsys, monke
 def test_one_shards_results_file_is_not_a_baseline_and_margins_name_real_outputs(tmp_path):
     from gate.baseline import Baseline, apply_baseline, load_baseline
     from gate.errors import GateError
-    from gate.report.json_report import write_report
     from gate.results import GateResult, OutputVerdict
+    from gate.results_file import write_report
 
     result = GateResult(model="m.onnx", status="passed", message="ok", iterations=4,
                         rows=[OutputVerdict(("onnxrt", "golden"), "y", True, stat="max", abs_value=0.0)])  # fmt: skip

@@ -9,9 +9,11 @@ import math
 
 import pytest
 
+from gate import results_file as json_report
 from gate.errors import GateError
-from gate.report import json_report
-from gate.report.json_report import (
+from gate.report.markdown import md_code, md_text, render_markdown
+from gate.results import GateResult, OutputVerdict
+from gate.results_file import (
     SCHEMA,
     dumps,
     dumps_within,
@@ -20,8 +22,6 @@ from gate.report.json_report import (
     results_digest,
     write_report,
 )
-from gate.report.markdown import md_code, md_text, render_markdown
-from gate.results import GateResult, OutputVerdict
 
 RUN = "https://github.com/octo/repo/actions/runs/42"
 SHA = "4f1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d5"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from gate.report.chart import caption, chart, has_baseline_series
-from gate.report.json_report import largest_fitting
 from gate.report.text import headers_of, rows_of, scope_line
 from gate.results import PASSED, REGRESSED, GateResult, plural
+from gate.results_file import largest_fitting
 
 MAX_CHARTS = 6
 """Outputs that get a distribution chart (failing ones first); the others are counted in a note."""
