@@ -195,12 +195,40 @@ class _Progress:
             stream.close()
 
 
+class Labelled:
+    """A stored tensor set whose iterations are named ``label`` in messages instead of by their files
+    (``accuracy-gate run``'s synthetic inputs and its reference runner's outputs live in a temporary
+    folder that is gone by the time anyone reads the message)."""
+
+    def __init__(self, stored, label: str):
+        self.stored = stored
+        self.label = label
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    def __getitem__(self, index: int):
+        return self.stored[index]
+
+    def location(self, index: int) -> str:
+        return self.label
+
+    def __getattr__(self, name):
+        return getattr(self.stored, name)
+
+
 def _where(inputs, golden, index) -> str:
-    """The files of golden-set iteration ``index``, for messages."""
-    where = f"inputs {inputs.location(index)}"
-    if golden.location(index) != inputs.location(index):
+    """The files of golden-set iteration ``index``, for messages (a ``Labelled`` set by its label)."""
+    where = inputs.label if isinstance(inputs, Labelled) else f"inputs {inputs.location(index)}"
+    if not isinstance(golden, Labelled) and golden.location(index) != inputs.location(index):
         where += f", golden {golden.location(index)}"
     return where
+
+
+def _open(path, kind, names, labels):
+    stored = open_tensor_set(path, kind, names)
+    label = (labels or {}).get(kind)
+    return Labelled(stored, label) if label else stored
 
 
 class _Guarded:
@@ -236,7 +264,7 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
     }
 
 
-def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) -> GateResult:
+def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, labels=None) -> GateResult:
     """Streams every stored input (or only shard ``shard``'s, see ``gate.partial``) through the live
     runners and the golden set, compares each output (SimpleCompareFunc with the configured
     tolerances, golden as the reference), and returns the verdict. Memory stays flat: one iteration
@@ -244,7 +272,8 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
 
     ``result.run`` holds what was compared (``gate.partial.ComparedRun``) for a partial result file;
     with ``partial`` its golden fingerprint is computed and every golden iteration's contents are
-    hashed as they stream by.
+    hashed as they stream by. ``labels`` (``{"input" | "output": label}``) names a set in messages
+    by that label instead of its files (``Labelled``).
 
     Raises:
         GateError: anything that prevents evaluation (bad model, missing or mismatched data, a runner
@@ -254,13 +283,13 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
     shard = shard or Shard()
     input_names, output_names, model_sha256 = _model_io_names(cfg.model)
     _check_per_output_names(cfg, output_names)
-    inputs = open_tensor_set(cfg.inputs, "input", input_names)
+    inputs = _open(cfg.inputs, "input", input_names, labels)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
-    golden = open_tensor_set(cfg.golden, "output", output_names)
+    golden = _open(cfg.golden, "output", output_names, labels)
     if len(golden) != len(inputs):
         hint = (
             "every input needs its golden outputs ('accuracy-gate record --force' records them all anew)"
@@ -384,7 +413,9 @@ def _check_per_output_names(cfg: GateConfig, output_names) -> None:
             )
 
 
-def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn_nan: bool = True) -> list[Path]:
+def record(
+    cfg: GateConfig, force: bool = False, layout: str | None = None, warn_nan: bool = True, labels=None
+) -> list[Path]:
     """Runs the reference runner (``cfg.reference_runner``, ONNX Runtime CPU by default) over every
     stored input and writes its outputs as the golden set.
 
@@ -400,7 +431,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn
             (naming the iteration or the file).
     """
     input_names, output_names = model_io_names(cfg.model)
-    inputs = open_tensor_set(cfg.inputs, "input", input_names)
+    inputs = _open(cfg.inputs, "input", input_names, labels)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
     layout = layout or inputs.layout

@@ -16,8 +16,6 @@ gate's ``check`` underneath (same comparator, verdict, reports and exit codes):
 from __future__ import annotations
 
 import math
-import os
-import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -68,43 +66,6 @@ def synthesize_inputs(model_path: Path, folder: Path, iterations: int, seed: int
     for index in range(iterations):
         write_iteration(folder, "npz", "input", index, loader[index])
     return folder
-
-
-def _scratch_labels(scratch: Path, seed: int):
-    """``relabel(text)``: ``text`` with the files of ``run``'s scratch folder, deleted by the time a
-    user reads an error, named as the user knows them: an iteration's synthetic inputs by their seed
-    (the message names the iteration beside them), the reference runner's outputs not at all where
-    the message also names the inputs. Other text is left as it is."""
-    npz = re.escape(os.sep) + r"\d+\.npz"
-    inputs, golden = (re.escape(str(scratch / name)) for name in ("inputs", "golden"))
-    synthetic = f"synthetic inputs, --seed {seed}"
-    rules = [
-        (rf"inputs {inputs}{npz}(, golden {golden}{npz})?", synthetic),  # gate.job's "inputs X, golden Y"
-        (rf", golden {golden}{npz}", ""),
-        (rf"{inputs}({npz})?", synthetic),
-        (rf"{golden}({npz})?", "the reference runner's outputs"),
-    ]
-
-    def relabel(text: str) -> str:
-        for pattern, label in rules:
-            text = re.sub(pattern, label, text)  # labels hold no backslashes
-        return text
-
-    return relabel
-
-
-def _relabeled(result: GateResult, relabel) -> GateResult:
-    """``result`` with ``relabel`` applied to every text that can name an iteration's files."""
-    result.message = relabel(result.message)
-    for row in result.rows:
-        if row.error:
-            row.error = relabel(row.error)
-    run = result.run
-    if run is not None:
-        run.where = {index: relabel(text) for index, text in run.where.items()}
-        if run.stopped is not None:
-            run.stopped = {**run.stopped, "message": relabel(run.stopped["message"])}
-    return result
 
 
 def check_options(options, model_inputs) -> None:
@@ -208,8 +169,9 @@ def run(
     """Runs ``cfg.runners`` on the loaded or synthesized inputs and compares them with the loaded
     golden outputs, or with the last runner's outputs. ``cfg.inputs``/``cfg.golden`` are ignored.
 
-    Synthetic inputs and the reference runner's outputs live in a temporary folder; errors name them
-    as ``synthetic inputs, --seed N`` (beside the iteration) instead of that folder's files.
+    Synthetic inputs and the reference runner's outputs live in a temporary folder; messages name them
+    ``synthetic inputs, --seed N`` and ``the reference runner's outputs`` (``gate.job.Labelled``)
+    instead of that folder's files.
 
     Raises:
         GateError: fewer than two things to compare; anything ``check`` raises.
@@ -225,7 +187,7 @@ def run(
         make_runner(kind, cfg)
     with tempfile.TemporaryDirectory(prefix="accuracy-gate-run-") as scratch:
         scratch = Path(scratch)
-        relabel = _scratch_labels(scratch, seed)
+        labels = {}  # what lives in the scratch folder is named as the user knows it, not by its files
         if load_outputs is not None:
             golden = Path(load_outputs).resolve()
             count = len(open_tensor_set(golden, "output", output_names))
@@ -237,20 +199,19 @@ def run(
         else:
             golden = scratch / "golden"
             count = iterations or 1
+            labels["output"] = "the reference runner's outputs"
         if load_inputs is not None:
             inputs = Path(load_inputs).resolve()
         else:
             inputs = synthesize_inputs(cfg.model, scratch / "inputs", count, seed, val_range, input_shapes)
+            labels["input"] = f"synthetic inputs, --seed {seed}"
         cfg = replace(cfg, inputs=inputs, golden=golden)
-        try:
-            if load_outputs is None:
-                reference = runners.pop()
-                # The reference's outputs are compared at once (a NaN there fails its row, or validation).
-                record(replace(cfg, reference_runner=reference), layout="npz", warn_nan=False)
-                cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
-            return _relabeled(check(cfg), relabel)
-        except GateError as err:
-            raise GateError(relabel(str(err))) from err
+        if load_outputs is None:
+            reference = runners.pop()
+            # The reference's outputs are compared at once (a NaN there fails its row, or validation).
+            record(replace(cfg, reference_runner=reference), layout="npz", warn_nan=False, labels=labels)
+            cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
+        return check(cfg, labels=labels)
 
 
 __all__ = ["model_input_metadata", "run", "synthesize_inputs", "synthetic_loader"]
