@@ -38,8 +38,8 @@ from gate.errors import GateError
 from gate.github import actions
 from gate.option_readers import overrides_from_inputs
 from gate.options import BY_NAME, DEFAULTS, INPUTS
-from gate.partial import default_partial_name
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
+from gate.shards import default_partial_name
 
 __all__ = ["DEFAULTS", "INPUTS", "main", "overrides_from_inputs"]  # INPUTS, DEFAULTS: from the option table
 REQUIRED = {"check": ("config",), "comment": ("github_token",), "merge": ("partial_path",)}
@@ -73,7 +73,7 @@ class Settings:
     title: str | None = None
     junit_path: Path | None = None
     report_path: Path | None = None
-    shard: object | None = None  # gate.partial.Shard
+    shard: object | None = None  # gate.shards.Shard
     partial_path: Path | None = None
     baseline: Path | None = None
     fail_on: str = "threshold"
@@ -129,7 +129,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
         actions.workspace_path("report_path", DEFAULTS["report_path"], environ),
     )
     from gate.baseline import FAIL_ON, parse_margins
-    from gate.partial import parse_shard
+    from gate.shards import parse_shard
 
     settings.shard = parse("shard", lambda n, v: parse_shard(v, f"Input `{n}`"))
     settings.partial_path = parse("partial_path", lambda n, v: actions.workspace_path(n, v, environ))
@@ -141,8 +141,6 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
     if settings.margins is not None and settings.fail_on != "regression":
         errors.append(GateError("Input `regression_margin` applies only with `fail_on: regression`."))
     if settings.mode == "check" and settings.shard is not None and settings.partial_path is None:
-        from gate.partial import default_partial_name
-
         settings.partial_path = actions.workspace_path("partial_path", default_partial_name(settings.shard), environ)
     # Inputs that only mean something in another mode are mistakes (a merge job copied from a matrix
     # leg with `shard` still set would otherwise report a regression as a shard's green check).

@@ -103,9 +103,10 @@ def load_baseline(paths) -> Baseline:
         GateError: a missing or corrupt file, an unknown schema, an incomplete set of shards, or a
             baseline that could not be evaluated; one line naming the file.
     """
+    from gate.compared_run import result_of
     from gate.merge import merge_runs, partial_files
-    from gate.partial import SCHEMA as PARTIAL
-    from gate.partial import read_partial, result_of
+    from gate.partial_file import SCHEMA as PARTIAL
+    from gate.partial_file import read_partial
     from gate.results_file import SCHEMA as REPORT
     from gate.results_file import read_untrusted_report
     from gate.strict_json import load_json

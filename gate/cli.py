@@ -145,8 +145,8 @@ def request_from_args(args, base):
     """
     from dataclasses import replace
 
-    from gate.partial import default_partial_name, parse_shard
     from gate.pipeline import RunOptions
+    from gate.shards import default_partial_name, parse_shard
 
     changes: dict = {}
     if args.command in ("check", "merge"):

@@ -20,23 +20,15 @@ from gate.backend.golden import GoldenRunner
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.comparator.data_loader import coerce_feed_dict
+from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
-from gate.partial import (
-    ComparedRun,
-    DigestingView,
-    Shard,
-    ShardView,
-    config_settings,
-    env_commit,
-    golden_fingerprint,
-    result_of,
-)
 from gate.paths import require_inside
 from gate.results import GateResult
+from gate.shards import DigestingView, Shard, ShardView
 
 log = logging.getLogger("gate")
 
@@ -265,12 +257,12 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
 
 
 def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, labels=None) -> GateResult:
-    """Streams every stored input (or only shard ``shard``'s, see ``gate.partial``) through the live
+    """Streams every stored input (or only shard ``shard``'s, see ``gate.shards``) through the live
     runners and the golden set, compares each output (SimpleCompareFunc with the configured
     tolerances, golden as the reference), and returns the verdict. Memory stays flat: one iteration
     of inputs, outputs and golden data at a time.
 
-    ``result.run`` holds what was compared (``gate.partial.ComparedRun``) for a partial result file;
+    ``result.run`` holds what was compared (``gate.compared_run.ComparedRun``) for a partial result file;
     with ``partial`` its golden fingerprint is computed and every golden iteration's contents are
     hashed as they stream by. ``labels`` (``{"input" | "output": label}``) names a set in messages
     by that label instead of its files (``Labelled``).

@@ -1,7 +1,7 @@
 """``accuracy-gate merge``: the partial result files of the shards of one golden set, combined into
 the run an unsharded ``check`` would have made.
 
-Every shard's comparisons are put back in golden-set order, so ``gate.partial.result_of`` (the code
+Every shard's comparisons are put back in golden-set order, so ``gate.compared_run.result_of`` (the code
 ``check`` reports through) gives the same verdict and the same numbers: per-iteration results are
 stored exactly, worst iterations are chosen in the same order, and ``check_average``'s averages are
 ``math.fsum`` sums (exactly rounded, so independent of the order they are added in) divided by the
@@ -14,8 +14,10 @@ from collections import OrderedDict
 from pathlib import Path
 
 from gate.comparator.struct import AccuracyResult
+from gate.compared_run import ComparedRun
 from gate.errors import GateError
-from gate.partial import ComparedRun, Shard, read_partial
+from gate.partial_file import read_partial
+from gate.shards import Shard
 
 MAX_PARTIALS = 1000
 

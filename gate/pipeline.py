@@ -68,7 +68,7 @@ class Request:
     baseline: tuple = ()
     fail_on: str = "threshold"
     margins: object = None
-    shard: object = None  # gate.partial.Shard
+    shard: object = None  # gate.shards.Shard
     title: str | None = None  # merge: replaces the shards' title
     partials: tuple = ()  # merge
     run: RunOptions | None = None
@@ -169,8 +169,8 @@ def _record(request: Request, state: dict) -> Outcome:
 
 
 def _merge(request: Request) -> GateResult:
+    from gate.compared_run import result_of
     from gate.merge import merge_files
-    from gate.partial import result_of
 
     run = merge_files(list(request.partials))
     if request.title:

@@ -147,7 +147,7 @@ def write(kind: str, path, result, commit: str | None = None, key: str | None = 
         elif kind == "report":
             write_report(result, path, commit, key)
         else:
-            from gate.partial import write_partial
+            from gate.partial_file import write_partial
 
             write_partial(result.run, path)
     except OSError as err:

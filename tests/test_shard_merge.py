@@ -18,13 +18,15 @@ from onnx import numpy_helper
 
 from gate import cli
 from gate.comparator.compare import METRIC_FIELDS
+from gate.compared_run import result_of
 from gate.config import load_config
 from gate.data import write_iteration
 from gate.data.storage import read_tensor_proto
 from gate.errors import GateError
 from gate.job import check, record
 from gate.merge import merge_files
-from gate.partial import SCHEMA, Shard, parse_shard, read_partial, result_of, write_partial
+from gate.partial_file import SCHEMA, read_partial, write_partial
+from gate.shards import Shard, parse_shard
 
 from conftest import make_small_model, write_gate_toml
 from fake_github import parse_github_output

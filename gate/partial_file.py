@@ -1,12 +1,8 @@
-"""Shards and the partial result file: what one ``check`` compared, kept exactly enough to rebuild
-its ``AccuracyResult`` and so the verdict of any union of shards (``gate.merge``).
+"""The partial result file: what one ``check`` compared (``gate.compared_run.ComparedRun``), kept
+exactly enough to rebuild its ``AccuracyResult`` and so the verdict of any union of shards
+(``gate.merge``); writer and reader together.
 
-A shard ``i/n`` (1-based) takes the iterations whose index ``k`` has ``k % n == i - 1``. Adding
-iterations at the end of the golden set never moves an existing iteration to another shard (contiguous
-blocks of ``ceil(total / n)`` would move almost all of them), and the shards stay balanced to within
-one iteration.
-
-The partial result file, schema ``accuracy-gate-partial`` version 1 (documented in README.md,
+The file, schema ``accuracy-gate-partial`` version 1 (documented in README.md,
 "Partial result file"), is strict JSON (NaN and infinities as the strings ``"NaN"``, ``"Infinity"``,
 ``"-Infinity"``; every other float as Python's shortest repr, which reads back to the same float)::
 
@@ -37,278 +33,21 @@ keeps a file of tens of thousands of iterations compact.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
+from gate.compared_run import ComparedRun
 from gate.errors import GateError
-from gate.results import ERROR, GateResult, finish_rows, gate_result, verdicts
+from gate.shards import Shard
 from gate.strict_json import json_int, json_number, load_json, number_from_json
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
-
-
-# --- shards ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shard ``index`` of ``count`` (1-based, as written ``"2/3"``)."""
-
-    index: int = 1
-    count: int = 1
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-    def indices(self, total: int) -> range:
-        """The golden-set indices of this shard, ascending: ``k`` with ``k % count == index - 1``."""
-        return range(self.index - 1, total, self.count)
-
-    def check_total(self, total: int, where) -> None:
-        """Raises GateError when the golden set has fewer iterations than shards (a shard would be
-        empty), naming ``where`` (the golden folder)."""
-        if self.count > total:
-            raise GateError(
-                f"{where}: shard {self} splits {total} iterations into {self.count} shards; use at most {total} shards."
-            )
-
-
-def parse_shard(text: str, setting: str = "--shard") -> Shard:
-    """``"i/n"`` -> Shard(i, n), with 1 <= i <= n.
-
-    Raises:
-        GateError: anything else, naming the setting.
-    """
-    raw = str(text).strip()
-    index, sep, count = raw.partition("/")
-    if not (sep and index.strip().isdigit() and count.strip().isdigit()):
-        raise GateError(f"{setting} must look like 1/3 (shard i of n, 1-based), got {text!r}.")
-    shard = Shard(int(index), int(count))
-    if shard.count < 1:
-        raise GateError(f"{setting} {raw}: the number of shards n must be at least 1 (shard i of n).")
-    if not 1 <= shard.index <= shard.count:
-        raise GateError(f"{setting} {raw}: the shard must be 1 to {shard.count} of {shard.count}.")
-    return shard
-
-
-class ShardView:
-    """The iterations of one shard of a stored tensor set (``gate.data.TensorSet``): ``view[j]`` is
-    iteration ``indices[j]``; ``location`` and every other attribute are the wrapped set's."""
-
-    def __init__(self, stored, indices):
-        self.stored = stored
-        self.indices = list(indices)
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitem__(self, position: int):
-        if position < 0 or position >= len(self.indices):
-            raise IndexError(position)
-        return self.stored[self.indices[position]]
-
-    def __iter__(self):
-        for position in range(len(self)):
-            yield self[position]
-
-    def location(self, position: int):
-        return self.stored.location(self.indices[position])
-
-    def __getattr__(self, name):
-        return getattr(self.stored, name)
-
-
-class DigestingView:
-    """Wraps a tensor set; every iteration read through it gets a content digest
-    (:func:`iteration_sha256`) in ``digests[position]``, computed as it streams by."""
-
-    def __init__(self, stored):
-        self.stored = stored
-        self.digests: dict[int, str] = {}
-
-    def __len__(self) -> int:
-        return len(self.stored)
-
-    def __getitem__(self, position: int):
-        tensors = self.stored[position]
-        self.digests[position] = iteration_sha256(tensors)
-        return tensors
-
-    def __iter__(self):
-        for position in range(len(self)):
-            yield self[position]
-
-    def __getattr__(self, name):
-        return getattr(self.stored, name)
-
-
-def iteration_sha256(tensors) -> str:
-    """sha256 (hex) of one iteration's tensors: each name, dtype, shape and the values' bytes, in order."""
-    digest = hashlib.sha256()
-    for name, array in tensors.items():
-        array = np.asarray(array)
-        digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
-        if array.dtype.hasobject:  # strings: their text, not pointers
-            digest.update(repr(array.tolist()).encode("utf-8"))
-        else:
-            digest.update(np.ascontiguousarray(array).view(np.uint8).reshape(-1).data)
-    return digest.hexdigest()
-
-
-# --- fingerprints ----------------------------------------------------------------------------------
-
-
-def _canonical(data) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def _tolerance(value):
-    if isinstance(value, dict):
-        return {str(k): float(v) for k, v in value.items()}
-    return float(value)
-
-
-def config_settings(cfg, model_sha256: str) -> dict:
-    """Every setting of ``cfg`` (a ``gate.config.GateConfig``) that can change a number or a verdict:
-    the model (file name and sha256), runners, ONNX Runtime and TensorRT settings, tolerances,
-    statistics, check_average, infinities_compare_equal and validate. Not paths, the JUnit path, the
-    title or the engine cache folder."""
-    trt = {k: v for k, v in sorted(cfg.trt.items()) if k not in ("cache_dir", "engine")}
-    engine = cfg.trt.get("engine")
-    if engine:
-        trt["engine_sha256"] = _file_sha256(Path(engine))
-    stat = cfg.check_error_stat
-    return {
-        "model": cfg.model.name,
-        "model_sha256": model_sha256,
-        "runners": list(cfg.runners),
-        "execution_providers": list(cfg.execution_providers),
-        "graph_optimization_level": cfg.graph_optimization_level,
-        "atol": _tolerance(cfg.atol),
-        "rtol": _tolerance(cfg.rtol),
-        "check_error_stat": dict(stat) if isinstance(stat, dict) else stat,
-        "check_average": bool(cfg.check_average),
-        "infinities_compare_equal": bool(cfg.infinities_compare_equal),
-        "validate": bool(cfg.validate),
-        "trt": json.loads(_canonical(trt)),
-    }
-
-
-def settings_sha256(settings: dict) -> str:
-    return hashlib.sha256(_canonical(settings).encode("utf-8")).hexdigest()
-
-
-def _file_sha256(path: Path) -> str | None:
-    try:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
-    except OSError:
-        return None
-
-
-def golden_fingerprint(golden) -> dict:
-    """``{"iterations": n, "files_sha256": hex}`` of a golden tensor set: the count and a sha256 over
-    the name and size of every file that holds an iteration (a model-zoo folder's files, an npz or
-    JSON file), in iteration order. Cheap (no file is read), so every shard computes it for the whole
-    set; contents are hashed per iteration while streaming (:class:`DigestingView`)."""
-    digest = hashlib.sha256()
-    seen = set()
-    for index in range(len(golden)):
-        location = Path(golden.location(index))
-        if location in seen:  # one Polygraphy JSON file holds every iteration
-            continue
-        seen.add(location)
-        if location.is_dir():
-            files = sorted(p for p in location.rglob("*") if p.is_file())
-            entries = [(f"{location.name}/{p.relative_to(location).as_posix()}", p.stat().st_size) for p in files]
-        else:
-            entries = [(location.name, location.stat().st_size if location.exists() else -1)]
-        for name, size in entries:
-            digest.update(f"{index}\0{name}\0{size}\n".encode())
-    return {"iterations": len(golden), "files_sha256": digest.hexdigest()}
-
-
-# --- what a check compared -------------------------------------------------------------------------
-
-
-@dataclass
-class ComparedRun:
-    """What one ``check`` (or a merge of shards) compared: the comparator's ``accuracy`` with its
-    iterations in ascending golden-set order, ``indices[j]`` being the golden-set index of position
-    ``j``; the fingerprints of the config and the golden set; and what the verdict needs besides."""
-
-    model: str
-    title: str
-    settings: dict
-    golden: dict
-    shard: Shard
-    indices: list[int]
-    accuracy: AccuracyResult
-    golden_sha256: list = field(default_factory=list)
-    where: dict = field(default_factory=dict)
-    stopped: dict | None = None
-    duration_s: float = 0.0
-    facts: dict = field(default_factory=dict)
-    commit: str | None = None
-    scope: str = ""
-
-    @property
-    def total(self) -> int:
-        return int(self.golden["iterations"])
-
-    @property
-    def config_sha256(self) -> str:
-        return settings_sha256(self.settings)
-
-    @property
-    def complete(self) -> bool:
-        """Every iteration of the shard was compared."""
-        return self.stopped is None and self.indices == list(self.shard.indices(self.total))
-
-    def content_sha256(self) -> str | None:
-        """sha256 over the per-iteration golden digests of a complete 1/1 run (an unsharded check,
-        or a merge of every shard): equal for the same golden contents however the run was split."""
-        if self.shard.count != 1 or not self.complete or None in self.golden_sha256:
-            return None
-        return hashlib.sha256("\n".join(self.golden_sha256).encode()).hexdigest()
-
-
-def result_of(run: ComparedRun, where=None) -> GateResult:
-    """The verdict and report rows of ``run``: ``gate.results.verdicts`` over its AccuracyResult, the
-    gate's own row checks, and the verdict; ``check`` and ``merge`` both go through here, so the same
-    comparisons give the same numbers, messages and exit code. ``where(index) -> str | None`` names
-    the files of an iteration for error messages (default: those recorded in ``run.where``).
-
-    Raises:
-        GateError: ``check_average`` over an output that could not be compared.
-    """
-    rows = verdicts(run.accuracy, run.indices)
-    finish_rows(rows, where or run.where.get)
-    result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))
-    if run.stopped is not None:
-        result.status = ERROR
-        result.stopped_at = run.stopped.get("iteration")
-        result.message = run.stopped["message"]
-    result.scope = run.scope
-    result.run = run
-    return result
-
-
-# --- the file --------------------------------------------------------------------------------------
 
 
 def _output_columns(name: str, samples) -> dict:
@@ -616,14 +355,3 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         facts={str(k): str(v) for k, v in facts.items()},
         commit=commit if isinstance(commit, str) else None,
     )
-
-
-def default_partial_name(shard: Shard) -> str:
-    """``accuracy-gate-partial-<i>-of-<n>.json``: distinct per matrix leg, so artifacts do not clash."""
-    return f"accuracy-gate-partial-{shard.index}-of-{shard.count}.json"
-
-
-def env_commit(environ=os.environ) -> str | None:
-    """The commit a run is for, as GitHub Actions gives it (``GITHUB_SHA``); None elsewhere."""
-    sha = environ.get("GITHUB_SHA", "")
-    return sha if len(sha) in (40, 64) and all(c in "0123456789abcdef" for c in sha) else None
