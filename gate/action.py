@@ -24,7 +24,6 @@ changes the verdict or the exit code; a read-only token (a fork's) is one notice
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -36,27 +35,35 @@ from pathlib import Path
 
 from gate.errors import GateError
 from gate.github import actions
+from gate.github.comment_mode import comment_mode
+from gate.github.publish import (
+    FORK_NOTICE,
+    OUTPUT_JSON_LIMIT,
+    annotate_outputs,
+    comment_outcome,
+    final_line,
+    find_comment_target,
+    json_list,
+    post_comment,
+    read_only_notice,
+    workflow_run_url,
+    write_summary,
+)
+from gate.github.workspace import chown_to_workspace_owner, chown_tree_to_workspace_owner, workspace_relative
 from gate.option_readers import overrides_from_inputs
 from gate.options import BY_NAME, DEFAULTS, INPUTS
-from gate.results import ERROR, PASSED, REGRESSED, GateResult
+from gate.results import ERROR, PASSED, REGRESSED
 from gate.shards import default_partial_name
 
-__all__ = ["DEFAULTS", "INPUTS", "main", "overrides_from_inputs"]  # INPUTS, DEFAULTS: from the option table
+# INPUTS, DEFAULTS: from the option table; FORK_NOTICE, annotate_outputs: gate.github.publish
+__all__ = ["DEFAULTS", "FORK_NOTICE", "INPUTS", "annotate_outputs", "main", "overrides_from_inputs"]
 REQUIRED = {"check": ("config",), "comment": ("github_token",), "merge": ("partial_path",)}
 """Inputs required per mode. GitHub does not enforce ``required: true``, so the action does."""
 OUTPUTS = ("passed", "regressed", "failed_outputs", "junit_path", "report_path", "report_json", "partial_path")
 MODES = BY_NAME["mode"].choices
 COMMENT_MODES = BY_NAME["comment_mode"].choices
 DEFAULT_JUNIT = "accuracy-gate-junit.xml"
-OUTPUT_JSON_LIMIT = 64 * 1024
-"""Bytes for each JSON step output; GitHub allows 1 MB of outputs per job."""
-MAX_REPORT_FILES = 50
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
-FORK_NOTICE = (
-    "Pull request from a fork: its token is read-only, so the PR comment is skipped. The results are in "
-    "the job summary, the JUnit report and the results file {report}; post the comment from a workflow_run "
-    "workflow with `mode: comment` (README, 'Fork pull requests')."
-)
 
 
 @dataclass
@@ -251,159 +258,13 @@ def _execute(environ, settings: Settings, errors: list[GateError], verbose: bool
         config = outcome.config if outcome is not None else None
         if config is None or "trt" in config.runners:  # engines and timing caches written into the workspace
             cache = (config.trt if config is not None else {}).get("cache_dir", ".accuracy-gate-cache/trt")
-            _chown_tree_to_workspace_owner(cache, environ)
+            chown_tree_to_workspace_owner(cache, environ)
     if verbose and isinstance(outcome.error, GateError):
         traceback.print_exception(outcome.error)
     if outcome.partial is not None:
-        _chown_to_workspace_owner(outcome.partial, environ)
-        print(f"partial result file: {_workspace_relative(outcome.partial, environ)}")
+        chown_to_workspace_owner(outcome.partial, environ)
+        print(f"partial result file: {workspace_relative(outcome.partial, environ)}")
     return outcome
-
-
-# --- files in the workspace ----------------------------------------------------------------------
-
-
-def _workspace(environ) -> str:
-    return os.path.abspath(environ.get("GITHUB_WORKSPACE") or os.getcwd())
-
-
-def _workspace_relative(path, environ=None) -> str:
-    """A path the workflow's later steps can use: relative to the workspace (the container's working
-    directory, mounted from the host) when it lies inside it."""
-    path = os.path.abspath(path)
-    root = _workspace(environ or {})
-    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
-
-
-def _chown_to_workspace_owner(path, environ) -> None:
-    """Gives a file we wrote to the workspace's owner: the container runs as root, and root-owned files
-    break the next ``actions/checkout`` on persistent self-hosted runners (actions/runner#434)."""
-    workspace = _workspace(environ)
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return
-    try:
-        owner = os.stat(workspace)
-        if os.path.abspath(path).startswith(workspace + os.sep):
-            for folder in _created_parents(path, workspace):
-                os.chown(folder, owner.st_uid, owner.st_gid)
-            os.chown(path, owner.st_uid, owner.st_gid)
-    except OSError as err:
-        actions.warning(f"Could not hand {path} to the workspace owner: {err}")
-
-
-def _chown_tree_to_workspace_owner(folder, environ) -> None:
-    """``_chown_to_workspace_owner`` for every file and folder below ``folder`` (e.g. the engine cache)."""
-    folder = os.path.abspath(folder)
-    if not os.path.isdir(folder):
-        return
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            _chown_to_workspace_owner(os.path.join(root, name), environ)
-    _chown_to_workspace_owner(folder, environ)
-
-
-def _created_parents(path, workspace):
-    parent = os.path.dirname(os.path.abspath(path))
-    while parent.startswith(workspace + os.sep):
-        yield parent
-        parent = os.path.dirname(parent)
-
-
-# --- reporting helpers ---------------------------------------------------------------------------
-
-
-def _run_url(environ) -> str | None:
-    if not environ.get("GITHUB_RUN_ID"):
-        return None
-    server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
-    return f"{server}/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{environ['GITHUB_RUN_ID']}"
-
-
-def _client(environ, token):
-    from gate.github.comments import GitHubClient
-
-    api_url = environ.get("GITHUB_API_URL") or "https://api.github.com"
-    if not re.match(r"https?://", api_url):
-        raise GateError(f"GITHUB_API_URL {api_url!r} is not an http(s) URL.")
-    return GitHubClient(api_url, token)
-
-
-def _json_list(names: list[str], limit: int = OUTPUT_JSON_LIMIT) -> str:
-    """A JSON array of ``names`` of at most ``limit`` bytes (the first names that fit)."""
-    text = json.dumps(names, ensure_ascii=False)
-    while len(text.encode("utf-8")) > limit and names:
-        names = names[: len(names) // 2]
-        text = json.dumps(names, ensure_ascii=False)
-    return text
-
-
-def annotate_outputs(result: GateResult) -> None:
-    """One ``::error`` per output that failed or could not be compared, and one ``::warning`` per
-    output that passed with a caveat (it passes on average only, or its dtype differs from the golden
-    one); at most :data:`ANNOTATION_LIMIT` lines of each kind per step counting the final verdict
-    line, so the Actions UI (10 of each per step) drops none: past that, one line says how many more.
-    """
-    failed = [(f"accuracy-gate: {row.output}", row.message()) for row in result.rows if not row.passed]
-    caveats = [
-        (f"accuracy-gate: {row.output}", row.message())
-        for row in result.rows
-        if row.passed and ((row.averaged and row.failed_iterations) or row.dtypes_differ)
-    ]
-    room = actions.ANNOTATION_LIMIT - (0 if result.status == PASSED else 1)
-    actions.annotate_capped(
-        "error", failed, room, "{count} more outputs failed; every output is in the job summary and the JUnit report."
-    )
-    actions.annotate_capped(
-        "warning",
-        caveats,
-        actions.ANNOTATION_LIMIT - 1,  # one left for a reporting warning
-        "{count} more outputs passed with a caveat; every output is in the job summary and the JUnit report.",
-    )
-
-
-def _final_line(result: GateResult) -> None:
-    final = {PASSED: actions.notice, REGRESSED: actions.error, ERROR: actions.error}[result.status]
-    label = {PASSED: "passed", REGRESSED: "accuracy regressed", ERROR: "could not evaluate"}[result.status]
-    final(f"{label}: {result.message}", title="accuracy-gate")
-
-
-def _comment_outcome(outcome: dict, number: int) -> str:
-    where = outcome.get("html_url") or outcome.get("comment_id")
-    return {
-        "created": f"PR comment created: {where}",
-        "updated": f"PR comment updated: {where}",
-        "unchanged": f"PR comment unchanged: {where}",
-        "skipped": f"PR comment skipped: comment_mode on-failure and pull request #{number} has none to update.",
-    }[outcome["action"]]
-
-
-def _post(client, environ, settings: Settings, number: int, result: GateResult, key, run_url, commit) -> dict:
-    """Render ``result`` into the comment budget and create or update the comment per ``comment_mode``."""
-    from gate.github.comments import COMMENT_TRUNCATE_AT, header_size, upsert_comment
-    from gate.report.markdown import render_markdown
-    from gate.results_file import results_digest
-
-    digest = results_digest(result) if settings.comment_mode == "on-change" else None
-    body = render_markdown(result, run_url, commit, budget=COMMENT_TRUNCATE_AT - header_size(key, digest))
-    return upsert_comment(
-        client,
-        environ.get("GITHUB_REPOSITORY", ""),
-        number,
-        body,
-        key=key,
-        author=settings.comment_author,
-        create=settings.comment_mode != "on-failure" or result.status != PASSED,
-        digest=digest,
-    )
-
-
-def _read_only_notice(err, number, report) -> None:
-    actions.notice(
-        f"The token may not comment on pull request #{number} (GitHub: HTTP 403 Resource not accessible by "
-        "integration): a fork's or Dependabot's read-only token, or `pull-requests: write` is missing. "
-        f"The PR comment is skipped; the results are in the job summary, the JUnit report and {report}.",
-        title="accuracy-gate",
-    )
 
 
 # --- the two modes -------------------------------------------------------------------------------
@@ -429,7 +290,7 @@ def _main(environ: Mapping[str, str]) -> int:
         actions.add_mask(token)  # before anything else is printed
     settings, errors = read_settings(environ)
     if settings.mode == "comment":
-        return _comment_mode(environ, settings, errors, verbose)
+        return comment_mode(environ, settings, errors, verbose)
     return _check_mode(environ, settings, errors, verbose)
 
 
@@ -462,7 +323,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
 
     result = outcome.result
     key = settings.comment_key or f"{environ.get('GITHUB_WORKFLOW') or 'workflow'}/{settings.config or 'default'}"
-    run_url = _run_url(environ)
+    run_url = workflow_run_url(environ)
     report_path = str(outcome.paths.report or settings.report_path)
     refused = dict(outcome.paths.refused)
     written: dict[str, str] = {}
@@ -477,14 +338,14 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
             lost.append(f"{step}: {err}")
 
     if outcome.partial is not None:
-        written["partial_path"] = _workspace_relative(outcome.partial, environ)
+        written["partial_path"] = workspace_relative(outcome.partial, environ)
     with actions.group("Accuracy gate: reports"):
         try:
             if "junit" in refused:
                 raise GateError(refused["junit"])
             junit_file = write_reports(outcome, ("junit",))["junit"]
-            _chown_to_workspace_owner(junit_file, environ)
-            written["junit_path"] = _workspace_relative(junit_file, environ)
+            chown_to_workspace_owner(junit_file, environ)
+            written["junit_path"] = workspace_relative(junit_file, environ)
         except Exception as err:
             warn("JUnit report", err)
         from gate.github.event import head_sha
@@ -497,25 +358,25 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
         client, ref = None, None
         try:
             if not settings.shard_leg:
-                client, ref, commit = _find_pull_request(environ, settings, commit, report_path)
+                client, ref, commit = find_comment_target(environ, settings, commit, report_path)
         except Exception as err:
             warn("PR comment", err)
         try:
             if "report" in refused:
                 raise GateError(refused["report"])
             report_file = write_reports(outcome, ("report",), commit, key)["report"]
-            _chown_to_workspace_owner(report_file, environ)
-            written["report_path"] = _workspace_relative(report_file, environ)
+            chown_to_workspace_owner(report_file, environ)
+            written["report_path"] = workspace_relative(report_file, environ)
         except Exception as err:
             warn("results file", err)
-        _write_summary(result, run_url, commit, environ, warn)
+        write_summary(result, run_url, commit, environ, warn)
         if ref is not None:
             try:
-                outcome_ = _post(client, environ, settings, ref.number, result, key, run_url, commit)
-                print(_comment_outcome(outcome_, ref.number))
+                outcome_ = post_comment(client, environ, settings, ref.number, result, key, run_url, commit)
+                print(comment_outcome(outcome_, ref.number))
             except GateError as err:
                 if getattr(err, "read_only", False):
-                    _read_only_notice(err, ref.number, written.get("report_path", report_path))
+                    read_only_notice(err, ref.number, written.get("report_path", report_path))
                 else:
                     warn("PR comment", err)
             except Exception as err:  # a reporting failure never changes the verdict
@@ -526,7 +387,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
                 {
                     "passed": result.status == PASSED,
                     "regressed": result.status == REGRESSED,
-                    "failed_outputs": _json_list(result.failed_outputs),
+                    "failed_outputs": json_list(result.failed_outputs),
                     "junit_path": written.get("junit_path", ""),
                     "report_path": written.get("report_path", ""),
                     "report_json": dumps_within(document, OUTPUT_JSON_LIMIT),
@@ -545,7 +406,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
         )
         sys.stdout.flush()
         return 0
-    _final_line(result)
+    final_line(result)
     if lost and result.exit_code == 0:
         # The job summary and PR comment may fail without changing the verdict; a JUnit or results
         # file the workflow asked for may not: a green check without its evidence is not a pass.
@@ -554,166 +415,3 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
         return 2
     sys.stdout.flush()
     return result.exit_code
-
-
-def _find_pull_request(environ, settings: Settings, commit, report_path):
-    """``(client, ref, commit)`` for the comment: ref None when there is none to post (and why was said)."""
-    from gate.github.event import find_pull_request, is_fork_pull_request
-
-    if settings.comment_mode == "off":
-        return None, None, commit
-    if is_fork_pull_request(environ):
-        actions.notice(FORK_NOTICE.format(report=_workspace_relative(report_path, environ)), title="accuracy-gate")
-        return None, None, commit
-    client = _client(environ, settings.token) if settings.token else None
-    ref, reason = find_pull_request(environ, client, settings.pr_number)
-    if ref is None:
-        print(f"{reason} Skipping the PR comment.")
-        return client, None, commit
-    if client is None:
-        actions.warning("No github_token given; skipping the PR comment.")
-        return None, None, ref.head_sha or commit
-    print(f"Pull request #{ref.number}, found from {ref.found_by}.")
-    return client, ref, ref.head_sha or commit
-
-
-def _write_summary(result, run_url, commit, environ, warn) -> None:
-    from gate.report.markdown import render_markdown
-
-    try:
-        room = actions.step_summary_room(environ)
-        if environ.get("GITHUB_STEP_SUMMARY") and room > 1:
-            markdown = render_markdown(
-                result, run_url, commit, budget=room - 1, more_at="the JUnit report and the results file"
-            )
-            actions.append_step_summary(markdown, environ)
-    except Exception as err:
-        warn("job summary", err)
-
-
-def _report_files(path: Path) -> list[Path]:
-    """The results files under ``path``: the file itself, or every ``*.json`` below a folder (as
-    actions/download-artifact leaves several artifacts), sorted, at most :data:`MAX_REPORT_FILES`.
-
-    Raises:
-        GateError: no such file, an empty folder, or too many files.
-    """
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise GateError(f"Input `report_path`: {path} does not exist; expected the downloaded results file or folder.")
-    files = sorted(p for p in path.rglob("*.json") if p.is_file() and not p.is_symlink())
-    if not files:
-        raise GateError(f"Input `report_path`: the folder {path} holds no .json results file.")
-    if len(files) > MAX_REPORT_FILES:
-        raise GateError(
-            f"Input `report_path`: the folder {path} holds {len(files)} .json files; at most {MAX_REPORT_FILES}."
-        )
-    return files
-
-
-def _trusted_run_url(environ, event) -> str | None:
-    """The ``html_url`` of the run that triggered a ``workflow_run`` (its job summary has the full
-    report), when it is a run of this repository on this server; else this run's URL."""
-    run = event.get("workflow_run") if isinstance(event, dict) else None
-    url = run.get("html_url") if isinstance(run, dict) else None
-    server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
-    prefix = f"{server}/{environ.get('GITHUB_REPOSITORY')}/"
-    if isinstance(url, str) and url.startswith(prefix + "actions/runs/") and re.fullmatch(r"[\w./:-]+", url):
-        return url
-    return _run_url(environ)
-
-
-def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose: bool) -> int:
-    """``mode: comment``: post the results file(s) of another run as the PR comment; no model runs.
-
-    The files are untrusted (a fork's workflow wrote them): they are size-capped and validated
-    (``read_untrusted_report``), rendered with everything escaped, and echoed to the log with workflow
-    commands stopped. The pull request and commit come from the ``workflow_run`` event (GitHub's
-    data), never from the file.
-    """
-    from gate.github.event import find_pull_request, head_sha, load_event
-    from gate.report import render_text
-    from gate.results_file import dumps_within, read_untrusted_report, report_document
-
-    def fail(message: str) -> int:
-        actions.error(f"could not post the accuracy report: {message}", title="accuracy-gate")
-        return 2
-
-    if errors:
-        return fail(str(errors[0]))
-    try:
-        with actions.group("Accuracy gate: read the results files"):
-            reports = [read_untrusted_report(path) for path in _report_files(settings.report_path)]
-            for report in reports:
-                with actions.stop_commands():
-                    print(f"{_workspace_relative(report.source, environ)}:")
-                    print(render_text(report.result))
-        try:
-            event = load_event(environ)
-        except GateError:
-            event = {}
-        run = event.get("workflow_run") if isinstance(event.get("workflow_run"), dict) else {}
-        client = _client(environ, settings.token)
-        ref, reason = find_pull_request(environ, client, settings.pr_number)
-        commit = (ref.head_sha if ref else None) or head_sha(environ)
-    except GateError as err:
-        if verbose:
-            traceback.print_exc()
-        return fail(str(err))
-    run_url = _trusted_run_url(environ, event)
-    workflow = run.get("name") if isinstance(run.get("name"), str) else environ.get("GITHUB_WORKFLOW", "workflow")
-    failures = 0
-    with actions.group("Accuracy gate: PR comment"):
-        if ref is None:
-            print(f"{reason} Nothing to comment on.")
-        else:
-            print(f"Pull request #{ref.number}, found from {ref.found_by}.")
-        for report in reports:
-            key = settings.comment_key or report.comment_key or f"{workflow}/{report.result.model}"
-            _write_summary(report.result, run_url, commit, environ, _warn_only)
-            if ref is None or settings.comment_mode == "off":
-                continue
-            try:
-                outcome = _post(client, environ, settings, ref.number, report.result, key, run_url, commit)
-                print(_comment_outcome(outcome, ref.number))
-            except GateError as err:
-                if verbose:
-                    traceback.print_exc()
-                failures += 1
-                read_only = getattr(err, "read_only", False)
-                hint = " (the workflow needs `permissions: pull-requests: write`)" if read_only else ""
-                actions.error(f"Could not write the PR comment: {err}{hint}", title="accuracy-gate")
-    results = [report.result for report in reports]
-    documents = [report_document(report.result, commit, report.comment_key) for report in reports]
-    one = documents[0] if len(documents) == 1 else None
-    actions.set_outputs(
-        {
-            "passed": all(r.status == PASSED for r in results),
-            "regressed": any(r.status == REGRESSED for r in results),
-            "failed_outputs": _json_list([name for r in results for name in r.failed_outputs]),
-            "junit_path": "",
-            "report_path": _workspace_relative(settings.report_path, environ),
-            "report_json": dumps_within(one, OUTPUT_JSON_LIMIT) if one else _json_list_of(documents),
-        },
-        environ,
-    )
-    if failures:
-        return fail(f"{failures} of {len(reports)} comments could not be written.")
-    where = f"pull request #{ref.number}" if ref else "no pull request"
-    verdicts = ", ".join(sorted({r.status for r in results}))
-    actions.notice(
-        f"comment mode: {len(reports)} results file(s) for {where} (reported: {verdicts}).", title="accuracy-gate"
-    )
-    return 0
-
-
-def _warn_only(step, err) -> None:
-    actions.warning(f"Could not write the {step}: {err}")
-
-
-def _json_list_of(documents: list[dict]) -> str:
-    from gate.results_file import dumps, dumps_within
-
-    share = OUTPUT_JSON_LIMIT // max(len(documents), 1)
-    return "[" + ",".join(dumps_within(d, share - 2) for d in documents) + "]" if documents else dumps([])
