@@ -3,7 +3,6 @@ output with the golden outputs) and ``record`` (write golden outputs from a refe
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import platform
 import shutil
@@ -13,7 +12,6 @@ from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 import gate
 from gate.backend.golden import GoldenRunner
@@ -23,61 +21,14 @@ from gate.comparator.data_loader import coerce_feed_dict
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
+from gate.data.onnx_model import model_io_names, model_io_names_and_sha256
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
-from gate.paths import require_inside
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
 
 log = logging.getLogger("gate")
-
-
-def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
-    """The ONNX model's graph input names (initializers excluded) and output names, in order.
-
-    Raises:
-        GateError: the file is missing or not an ONNX model.
-    """
-    return _model_io_names(model_path)[:2]
-
-
-def _model_io_names(model_path: Path) -> tuple[list[str], list[str], str]:
-    """``model_io_names`` and the SHA-256 of the model file (hex), from one read of the file."""
-    if not model_path.is_file():
-        raise GateError(f"{model_path}: model file not found.")
-    try:
-        data = model_path.read_bytes()
-    except OSError as err:
-        raise GateError(f"{model_path}: cannot read the model ({err.strerror}).") from err
-    model = onnx.ModelProto()
-    try:
-        model.ParseFromString(data)  # what onnx.load(path, load_external_data=False) does
-    except Exception as err:  # protobuf DecodeError and friends
-        raise GateError(f"{model_path}: not an ONNX model ({type(err).__name__}: {err}).") from err
-    _check_external_data(model_path, model)
-    initializers = {init.name for init in model.graph.initializer}
-    inputs = [i.name for i in model.graph.input if i.name not in initializers]
-    outputs = [o.name for o in model.graph.output]
-    if not outputs:
-        raise GateError(f"{model_path}: the model has no graph outputs.")
-    return inputs, outputs, hashlib.sha256(data).hexdigest()
-
-
-def _check_external_data(model_path: Path, model) -> None:
-    """Every external-data file the model names must exist beside it and stay inside its folder."""
-    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
-
-    folder = model_path.resolve().parent
-    for tensor in _get_all_tensors(model):
-        if not uses_external_data(tensor):
-            continue
-        location = ExternalDataInfo(tensor).location
-        path = require_inside(folder / location, folder, f"external data of tensor '{tensor.name}'")
-        if not path.is_file():
-            raise GateError(
-                f"{model_path}: external data file '{location}' of tensor '{tensor.name}' not found next to the model."
-            )
 
 
 def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
@@ -273,7 +224,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     """
     start = time.perf_counter()
     shard = shard or Shard()
-    input_names, output_names, model_sha256 = _model_io_names(cfg.model)
+    input_names, output_names, model_sha256 = model_io_names_and_sha256(cfg.model)
     _check_per_output_names(cfg, output_names)
     inputs = _open(cfg.inputs, "input", input_names, labels)
     if len(inputs) == 0:

@@ -242,7 +242,7 @@ def layer_report(outcome: Outcome) -> str:
     """``run --mark-all``: every intermediate tensor of the first and last runner compared on the
     first input, as text (diagnostics only)."""
     from gate.data import open_tensor_set
-    from gate.job import model_io_names
+    from gate.data.onnx_model import model_io_names
     from gate.layerwise import compare_layers, render_layers
     from gate.run import synthetic_loader, synthetic_settings
 

@@ -20,33 +20,13 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-import onnx
-
-from gate.common import TensorMetadata
 from gate.comparator.data_loader import DataLoader
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
+from gate.data.onnx_model import model_input_metadata, model_io_names
 from gate.errors import GateError
-from gate.job import check, make_runner, model_io_names, record
+from gate.job import check, make_runner, record
 from gate.results import GateResult
-
-
-def model_input_metadata(model_path: Path) -> TensorMetadata:
-    """The graph inputs of an ONNX model (initializers excluded): name -> (numpy dtype, shape), a
-    dynamic dim being its ``dim_param`` string (or None)."""
-    model = onnx.load(str(model_path), load_external_data=False)
-    initializers = {init.name for init in model.graph.initializer}
-    metadata = TensorMetadata()
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        tensor = value.type.tensor_type
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else None
-        shape = None
-        if tensor.HasField("shape"):
-            shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
-        metadata.add(value.name, dtype, shape)
-    return metadata
 
 
 def synthetic_loader(model_path: Path, iterations: int, seed: int, val_range, input_shapes) -> DataLoader:
@@ -214,4 +194,4 @@ def run(
         return check(cfg, labels=labels)
 
 
-__all__ = ["model_input_metadata", "run", "synthesize_inputs", "synthetic_loader"]
+__all__ = ["run", "synthesize_inputs", "synthetic_loader"]
