@@ -118,6 +118,83 @@ def build_key_fields(
     }
 
 
+def _from_cache(cache, key, fields, settings: TrtBuildSettings, trt_version: str) -> BuiltEngine | None:
+    """The cached engine of ``key`` (None on a miss)."""
+    entry = cache.load(key, fields)
+    if entry is None:
+        return None
+    info = entry.info
+    return BuiltEngine(
+        serialized=entry.engine,
+        flavour=settings.flavour,
+        trt_version=trt_version,
+        inputs=info.get("inputs", {}),
+        outputs=info.get("outputs", {}),
+        profiles=info.get("profiles", []),
+        marked_outputs=info.get("marked_outputs", []),
+        not_produced=info.get("not_produced", []),
+        from_cache=True,
+        engine_path=cache.engine_path(key),
+        key=key,
+        build_seconds=info.get("build_seconds"),
+    )
+
+
+def network_from_onnx(trt, model_path, settings: TrtBuildSettings):
+    """Polygraphy's ``NetworkFromOnnxPath`` and ``ModifyNetworkOutputs``: ``(builder, network, parser,
+    marked outputs, ONNX tensor names (mark all; else None))``."""
+    builder, network, parser = parse_onnx(trt, model_path, settings.strongly_typed)
+    onnx_names = onnx_tensor_names(model_path) if settings.mark_all else None
+    marked = mark_network_outputs(
+        network, settings.outputs, settings.exclude_outputs, only=set(onnx_names) if onnx_names else None
+    )
+    return builder, network, parser, marked, onnx_names
+
+
+def create_config(trt, builder, network, settings: TrtBuildSettings, progress_interval_s: float):
+    """Polygraphy's ``CreateConfig``: ``(config, profiles as JSON, profile objects, progress monitor)``
+    with the optimization profiles, precision, workspace and a progress monitor (keep the monitor
+    referenced until the build is done: the config does not own it)."""
+    config = builder.create_builder_config()
+    profiles, profile_objects = apply_profiles(builder, network, config, settings.effective_profiles())
+    configure(trt, config, settings)
+    monitor = make_progress_monitor(trt, BuildProgress(progress_interval_s))
+    config.progress_monitor = monitor
+    return config, profiles, profile_objects, monitor
+
+
+def _use_timing_cache(trt, cache, config, settings: TrtBuildSettings, gpu):
+    """``(path, timing cache)`` set on ``config`` (``(None, None)`` without one). TensorRT-RTX times no
+    tactics ahead of time ("The timing cache will not be used!"): no timing cache there."""
+    if cache is None or settings.flavour != "tensorrt":
+        return None, None
+    gpu_name = gpu.name if gpu else "none"
+    cc = gpu.compute_capability_str if gpu else "none"
+    timing_path = cache.timing_cache_path(settings.flavour, trt.__version__, gpu_name, cc)
+    timing_data = cache.read_timing_cache(timing_path)
+    timing_cache = config.create_timing_cache(timing_data)
+    if timing_cache is None and timing_data:
+        log.warning("Timing cache %s is unreadable; building without it.", timing_path)
+        timing_cache = config.create_timing_cache(b"")
+    if timing_cache is not None and not config.set_timing_cache(timing_cache, False):
+        log.warning("Timing cache %s was made for another GPU or TensorRT; building without it.", timing_path)
+        timing_cache = config.create_timing_cache(b"")
+        config.set_timing_cache(timing_cache, False)
+    return timing_path, timing_cache
+
+
+def _attach_calibrator(trt, config, settings: TrtBuildSettings, data, cache_path, profile_objects):
+    """``(calibrator, feed)`` set on ``config`` for int8 (``(None, None)`` otherwise)."""
+    if not settings.int8:
+        return None, None
+    feed = CalibrationFeed(data or [], cache_path)
+    calibrator = make_calibrator(trt, feed)
+    config.int8_calibrator = calibrator
+    if profile_objects and hasattr(config, "set_calibration_profile"):
+        config.set_calibration_profile(profile_objects[0])
+    return calibrator, feed
+
+
 def build_engine(
     model_path,
     settings: TrtBuildSettings | None = None,
@@ -160,63 +237,19 @@ def build_engine(
     fields = build_key_fields(model_path, settings, trt.__version__, gpu, calibration_data) if cache else None
     key = cache_key(fields) if cache else None
     if cache and not force:
-        entry = cache.load(key, fields)
-        if entry is not None:
-            info = entry.info
-            return BuiltEngine(
-                serialized=entry.engine,
-                flavour=settings.flavour,
-                trt_version=trt.__version__,
-                inputs=info.get("inputs", {}),
-                outputs=info.get("outputs", {}),
-                profiles=info.get("profiles", []),
-                marked_outputs=info.get("marked_outputs", []),
-                not_produced=info.get("not_produced", []),
-                from_cache=True,
-                engine_path=cache.engine_path(key),
-                key=key,
-                build_seconds=info.get("build_seconds"),
-            )
+        cached = _from_cache(cache, key, fields, settings, trt.__version__)
+        if cached is not None:
+            return cached
 
     calibration_path = settings.calibration_cache or (cache.calibration_cache_path(key) if cache else None)
     if settings.int8 and calibration_data is None and not (calibration_path and Path(calibration_path).is_file()):
         raise GateError("--int8 needs calibration inputs (stored inputs) or an existing --calibration-cache.")
 
     started = time.perf_counter()
-    builder, network, parser = parse_onnx(trt, model_path, settings.strongly_typed)
-    onnx_names = onnx_tensor_names(model_path) if settings.mark_all else None
-    marked = mark_network_outputs(
-        network, settings.outputs, settings.exclude_outputs, only=set(onnx_names) if onnx_names else None
-    )
-    config = builder.create_builder_config()
-    profiles, profile_objects = apply_profiles(builder, network, config, settings.effective_profiles())
-    configure(trt, config, settings)
-    progress = BuildProgress(progress_interval_s)
-    monitor = make_progress_monitor(trt, progress)
-    config.progress_monitor = monitor
-    gpu_name = gpu.name if gpu else "none"
-    cc = gpu.compute_capability_str if gpu else "none"
-    # TensorRT-RTX times no tactics ahead of time ("The timing cache will not be used!"): no timing cache.
-    use_timing = cache is not None and settings.flavour == "tensorrt"
-    timing_path = cache.timing_cache_path(settings.flavour, trt.__version__, gpu_name, cc) if use_timing else None
-    timing_cache = None
-    if use_timing:
-        timing_data = cache.read_timing_cache(timing_path)
-        timing_cache = config.create_timing_cache(timing_data)
-        if timing_cache is None and timing_data:
-            log.warning("Timing cache %s is unreadable; building without it.", timing_path)
-            timing_cache = config.create_timing_cache(b"")
-        if timing_cache is not None and not config.set_timing_cache(timing_cache, False):
-            log.warning("Timing cache %s was made for another GPU or TensorRT; building without it.", timing_path)
-            timing_cache = config.create_timing_cache(b"")
-            config.set_timing_cache(timing_cache, False)
-    calibrator = feed = None
-    if settings.int8:
-        feed = CalibrationFeed(calibration_data or [], calibration_path)
-        calibrator = make_calibrator(trt, feed)
-        config.int8_calibrator = calibrator
-        if profile_objects and hasattr(config, "set_calibration_profile"):
-            config.set_calibration_profile(profile_objects[0])
+    builder, network, parser, marked, onnx_names = network_from_onnx(trt, model_path, settings)
+    config, profiles, profile_objects, monitor = create_config(trt, builder, network, settings, progress_interval_s)
+    timing_path, timing_cache = _use_timing_cache(trt, cache, config, settings, gpu)
+    calibrator, feed = _attach_calibrator(trt, config, settings, calibration_data, calibration_path, profile_objects)
 
     inputs, outputs = network_io(network)
     log.info(
@@ -265,7 +298,7 @@ def build_engine(
         if timing_cache is not None:
             cache.write_timing_cache(timing_path, bytes(config.get_timing_cache().serialize()))
         built.engine_path = cache.store(key, fields, data, built.info())
-    del parser  # owned the weights until the build was done
+    del parser, monitor  # the weights and the progress monitor, needed until the build was done
     return built
 
 
