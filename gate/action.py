@@ -1,6 +1,8 @@
-"""The GitHub Action's glue: read and validate ``INPUT_*``, run the gate, report (JUnit, results file,
-job summary, step outputs, annotations, one PR comment) and return the exit code (0 pass, 1 accuracy
-regressed, 2 could not evaluate).
+"""The GitHub Action, a thin front end of ``gate.pipeline`` (as ``gate.cli`` is): read and validate
+``INPUT_*`` (the option table's inputs, ``gate.options``), execute the request, publish (JUnit,
+results file, job summary, step outputs, annotations, one PR comment: ``gate.github.publish``) and
+return the exit code (0 pass, 1 accuracy regressed, 2 could not evaluate). Report paths follow the
+CLI's policy (``gate.report_files``).
 
 Three modes (input ``mode``):
 
@@ -66,9 +68,11 @@ DEFAULT_JUNIT = "accuracy-gate-junit.xml"
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """The validated action inputs that are not gate.toml settings."""
+    """The validated action inputs that are not gate.toml settings (those go to
+    ``gate.option_readers.overrides_from_inputs``); with them ``base_request`` makes the pipeline's
+    ``Request``."""
 
     mode: str = "check"
     config: str | None = None
@@ -105,7 +109,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
         input falls back to its default path), so that the error can still be reported.
     """
     errors: list[GateError] = []
-    settings = Settings()
+    values: dict = {}
 
     def parse(name, parser, fallback=None):
         value = _get(name, environ)
@@ -119,18 +123,18 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
             errors.append(err)
             return fallback
 
-    settings.mode = parse("mode", lambda n, v: actions.parse_choice(n, v, MODES), "check")
-    settings.config = _get("config", environ)
-    settings.title = _get("title", environ)
-    settings.token = _get("github_token", environ)
-    settings.pr_number = parse("pr_number", actions.parse_positive_int)
-    settings.comment_mode = parse("comment_mode", lambda n, v: actions.parse_choice(n, v, COMMENT_MODES), "off")
+    values["mode"] = parse("mode", lambda n, v: actions.parse_choice(n, v, MODES), "check")
+    values["config"] = _get("config", environ)
+    values["title"] = _get("title", environ)
+    values["token"] = _get("github_token", environ)
+    values["pr_number"] = parse("pr_number", actions.parse_positive_int)
+    values["comment_mode"] = parse("comment_mode", lambda n, v: actions.parse_choice(n, v, COMMENT_MODES), "off")
     if parse("comment", actions.parse_bool, True) is False:  # deprecated: `comment: false` is `comment_mode: off`
-        settings.comment_mode = "off"
-    settings.comment_key = _get("comment_key", environ)
-    settings.comment_author = parse("comment_author", _login)
-    settings.junit_path = parse("junit_path", lambda n, v: actions.workspace_path(n, v, environ))
-    settings.report_path = parse(
+        values["comment_mode"] = "off"
+    values["comment_key"] = _get("comment_key", environ)
+    values["comment_author"] = parse("comment_author", _login)
+    values["junit_path"] = parse("junit_path", lambda n, v: actions.workspace_path(n, v, environ))
+    values["report_path"] = parse(
         "report_path",
         lambda n, v: actions.workspace_path(n, v, environ),
         actions.workspace_path("report_path", DEFAULTS["report_path"], environ),
@@ -138,27 +142,27 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
     from gate.baseline import FAIL_ON, parse_margins
     from gate.shards import parse_shard
 
-    settings.shard = parse("shard", lambda n, v: parse_shard(v, f"Input `{n}`"))
-    settings.partial_path = parse("partial_path", lambda n, v: actions.workspace_path(n, v, environ))
-    settings.baseline = parse("baseline", lambda n, v: actions.workspace_path(n, v, environ))
-    settings.fail_on = parse("fail_on", lambda n, v: actions.parse_choice(n, v, FAIL_ON), "threshold")
-    settings.margins = parse("regression_margin", lambda n, v: parse_margins(v, f"Input `{n}`"))
-    if settings.fail_on == "regression" and not _get("baseline", environ):
+    values["shard"] = parse("shard", lambda n, v: parse_shard(v, f"Input `{n}`"))
+    values["partial_path"] = parse("partial_path", lambda n, v: actions.workspace_path(n, v, environ))
+    values["baseline"] = parse("baseline", lambda n, v: actions.workspace_path(n, v, environ))
+    values["fail_on"] = parse("fail_on", lambda n, v: actions.parse_choice(n, v, FAIL_ON), "threshold")
+    values["margins"] = parse("regression_margin", lambda n, v: parse_margins(v, f"Input `{n}`"))
+    if values["fail_on"] == "regression" and not _get("baseline", environ):
         errors.append(GateError("Input `fail_on: regression` needs input `baseline` (the base branch's results)."))
-    if settings.margins is not None and settings.fail_on != "regression":
+    if values["margins"] is not None and values["fail_on"] != "regression":
         errors.append(GateError("Input `regression_margin` applies only with `fail_on: regression`."))
-    if settings.mode == "check" and settings.shard is not None and settings.partial_path is None:
-        settings.partial_path = actions.workspace_path("partial_path", default_partial_name(settings.shard), environ)
+    if values["mode"] == "check" and values["shard"] is not None and values["partial_path"] is None:
+        values["partial_path"] = actions.workspace_path("partial_path", default_partial_name(values["shard"]), environ)
     # Inputs that only mean something in another mode are mistakes (a merge job copied from a matrix
     # leg with `shard` still set would otherwise report a regression as a shard's green check).
     check_only = ("shard", *INPUTS[INPUTS.index("model") : INPUTS.index("validate") + 1])
-    if settings.mode != "check":
+    if values["mode"] != "check":
         given = [name for name in check_only if _get(name, environ)]
         if given:
             errors.append(
-                GateError(f"Input `{given[0]}` applies only to `mode: check`, not `mode: {settings.mode}`; remove it.")
+                GateError(f"Input `{given[0]}` applies only to `mode: check`, not `mode: {values['mode']}`; remove it.")
             )
-    for name in REQUIRED[settings.mode]:
+    for name in REQUIRED[values["mode"]]:
         if not _get(name, environ):
             what = {
                 "config": "the path of gate.toml in the repository",
@@ -166,7 +170,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
                 "partial_path": "the partial result file(s) of every shard, a file or a folder",
             }
             errors.append(GateError(f"Input '{name}' is required: {what[name]}."))
-    return settings, errors
+    return Settings(**values), errors
 
 
 def _login(name: str, value: str) -> str:

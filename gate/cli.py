@@ -1,14 +1,11 @@
-"""The ``accuracy-gate`` command line: ``check``, ``merge`` and ``record``.
+"""The ``accuracy-gate`` command line (``check``, ``record``, ``run``, ``merge``): a thin front end of
+``gate.pipeline``. It parses the flags (the option table's, ``gate.options``) into a ``Request``,
+executes it, prints the table and writes the report files.
 
 Flags use ``polygraphy run``'s names (``--atol``, ``--rtol``, ``--check-error-stat``, per-output
 ``name:value``). Exit codes: 0 all passed, 1 accuracy regressed, 2 could not evaluate (any user
-mistake: one line on stderr, no traceback unless ``--verbose`` or ``RUNNER_DEBUG=1``).
-
-Report paths (``--junit``, ``--markdown``, ``--report``, ``--write-partial``, ``[report] junit``) stay
-inside the confinement root and off the files the gate reads (``gate.paths.require_output``). When
-``check``, ``run`` or ``merge`` stops with an error before it has a result, the JUnit file (and the
-Markdown and results files asked for) still get the error, so that no file of an earlier passing run
-is left behind to read as green.
+mistake: one line on stderr, no traceback unless ``--verbose`` or ``RUNNER_DEBUG=1``). Where report
+files may go, and what an error writes, is ``gate.report_files``' policy (the action's too).
 """
 
 from __future__ import annotations

@@ -162,3 +162,18 @@ def test_a_tolerance_out_of_range_is_refused_by_both(project, tmp_path, capsys, 
     assert run_action(project, tmp_path, atol=value) == 2
     report = json.loads((project / "accuracy-gate-report.json").read_text(encoding="utf-8"))
     assert "`atol`" in report["message"] and "non-negative finite number" in report["message"]
+
+
+# --- path confinement ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("front", ["cli", "action"])
+def test_a_model_outside_the_root_is_refused_by_both(project, tmp_path, capsys, front):
+    outside = tmp_path / "outside.onnx"
+    outside.write_bytes((project / "m.onnx").read_bytes())
+    run = dict(front_ends(project, tmp_path))[front]
+    assert run(["--model", outside], {"model": str(outside)}) == 2
+    text = capsys.readouterr()
+    assert "outside" in text.out + text.err and str(project) in text.out + text.err
+    name, [error] = junit_case(project / "accuracy-gate-junit.xml")  # the error is still reported
+    assert isinstance(error, Error) and "outside" in error.message
