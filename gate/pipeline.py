@@ -64,7 +64,6 @@ class Request:
     partial: Path | None = None
     defaults: Mapping = field(default_factory=dict)  # kind -> its default path in the working directory
     names: Mapping = field(default_factory=dict)
-    reads: tuple = ()  # (path, description) read besides gate.toml's files and the baseline
     baseline: tuple = ()
     fail_on: str = "threshold"
     margins: object = None

@@ -68,8 +68,7 @@ def scope_of(request) -> ReportScope:
             for p, what in ((run.load_inputs, "the loaded inputs"), (run.load_outputs, "the loaded golden outputs"))
             if p
         ]
-    reads = tuple(reads) + tuple(request.reads)
-    return ReportScope(scope.root, scope.protected + reads, scope.known, scope.junit, scope.junit_error)
+    return ReportScope(scope.root, scope.protected + tuple(reads), scope.known, scope.junit, scope.junit_error)
 
 
 def _junit(request, scope: ReportScope) -> Path:
