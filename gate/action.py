@@ -32,7 +32,7 @@ import re
 import sys
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.errors import GateError
@@ -101,7 +101,7 @@ class Settings:
 
     mode: str = "check"
     config: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # a secret: never in a repr
     pr_number: int | None = None
     comment_mode: str = "always"
     comment_key: str | None = None
