@@ -13,6 +13,7 @@ from werkzeug import Response
 
 from gate.github import actions
 from gate.github.comments import MAX_PAGES, GitHubClient, GitHubError
+
 from fake_github import TOKEN, json_response
 
 

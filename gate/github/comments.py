@@ -193,9 +193,8 @@ class GitHubClient:
         path = urlsplit(url).path
         left = min(self.deadline, self._step_end - time.monotonic())
         if left <= 0:
-            raise GitHubError(
-                None, f"GitHub API {method} {path} not sent: the GitHub step ran past its {self.step_deadline:g} s limit."
-            )
+            spent = f"the GitHub step ran past its {self.step_deadline:g} s limit"
+            raise GitHubError(None, f"GitHub API {method} {path} not sent: {spent}.")
         outcome: dict[str, Any] = {}
         session = self._session
 
