@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
+from gate.paths import read_regular
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number, number_from_json
 
 SCHEMA = "accuracy-gate-report"
@@ -332,8 +333,7 @@ def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport
     source = str(path)
     max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        raw = read_regular(path, "the results file", max_bytes)
     except OSError as err:
         raise GateError(f"{source}: cannot read the results file ({err.strerror or err}).") from err
     if len(raw) > max_bytes:
