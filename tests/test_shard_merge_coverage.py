@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_shard_merge import CONFIGS, config_of, gate_dir, merge_error, run_cli  # noqa: F401 (fixtures)
+import test_shard_merge
+from test_shard_merge import config_of, merge_error
 
 from gate.errors import GateError
 from gate.job import check
 from gate.merge import merge_files
 from gate.partial import Shard, result_of, write_partial
+
+gate_dir = test_shard_merge.gate_dir  # the module-scoped fixture: a real model and 10 noisy iterations
 
 
 def drop_iteration(path, index: int) -> None:
