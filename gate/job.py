@@ -35,6 +35,7 @@ from gate.partial import (
     golden_fingerprint,
     result_of,
 )
+from gate.paths import refuse_symlinks
 from gate.results import GateResult
 
 log = logging.getLogger("gate")
@@ -421,6 +422,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn
     _check_golden_folder(cfg, layout, inputs.layout)
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
+    refuse_symlinks(cfg.golden, "the golden folder")  # record deletes and writes there
     existing = _existing_golden(cfg.golden)
     if existing and not force:
         raise GateError(

@@ -135,3 +135,22 @@ def read_regular(path, what: str = "the file", limit: int | None = None) -> byte
     """
     with open_regular(path, what) as file:
         return file.read() if limit is None else file.read(limit + 1)
+
+
+def refuse_symlinks(folder, what: str) -> None:
+    """Refuses a folder the gate is about to replace files in (``record``'s golden folder) when
+    anything below it is a symbolic link: deleting or writing "inside" it would then delete or write
+    wherever the link leads. The folder itself is checked by the config (``require_inside``).
+    Walked without following links; a missing folder passes.
+
+    Raises:
+        GateError: naming the first link found and ``what`` the folder is.
+    """
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            path = os.path.join(parent, name)
+            if os.path.islink(path):
+                raise GateError(
+                    f"{path}: {what} holds a symbolic link (to {os.readlink(path)}); the gate never deletes or "
+                    "writes through one. Replace it with a real file or folder."
+                )

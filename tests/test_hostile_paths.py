@@ -43,7 +43,6 @@ def _model_with_sparse(path, location: str, where: str = "initializer"):
             [],
             [helper.make_tensor_value_info("c", TensorProto.FLOAT, [4])],
         )
-        cond = numpy_helper.from_array(np.array(True), "cond")
         nodes.append(helper.make_node("If", ["cond"], ["z"], then_branch=branch, else_branch=branch))
         graph_sparse = []
     graph = helper.make_graph(
@@ -88,3 +87,46 @@ def test_external_data_of_a_sparse_tensor_beside_the_model_is_accepted(tmp_path)
     (tmp_path / "weights.bin").unlink()
     with pytest.raises(GateError, match=r"external data file 'weights.bin' of tensor 'sparse_values' not found"):
         check_external_data(tmp_path / "model.onnx", onnx.load(str(tmp_path / "model.onnx"), load_external_data=False))
+
+
+# --- record never deletes or writes through a symlink in the golden folder ------------------------
+
+
+@pytest.fixture
+def record_setup(example, tmp_path):
+    """The example with ``golden = "gold"``: gold/test_data_set_0 is a symlink to a folder outside
+    holding a file of the user's (``output_0.pb``, not a TensorProto of ours)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "output_0.pb").write_bytes(b"precious")
+    config = example / "gate.toml"
+    config.write_text(config.read_text().replace('golden = "data"', 'golden = "gold"'))
+    (example / "gold").mkdir()
+    os.symlink(outside, example / "gold" / "test_data_set_0")
+    return config, outside
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
+def test_record_never_deletes_or_writes_through_a_symlink_in_the_golden_folder(record_setup, force):
+    from conftest import run_cli
+
+    config, outside = record_setup
+    proc = run_cli("record", config, *(["--force"] if force else []))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "the golden folder holds a symbolic link" in proc.stderr
+    assert sorted(os.listdir(outside)) == ["output_0.pb"]  # on main: replaced (force) or joined by outputs
+    assert (outside / "output_0.pb").read_bytes() == b"precious"
+    assert sorted(os.listdir(config.parent / "gold")) == ["test_data_set_0"]
+
+
+def test_refuse_symlinks_passes_real_folders_and_a_missing_one(tmp_path):
+    from gate.paths import refuse_symlinks
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_text("x")
+    refuse_symlinks(tmp_path / "a", "the golden folder")
+    refuse_symlinks(tmp_path / "missing", "the golden folder")
+    os.symlink("nowhere", tmp_path / "a" / "b" / "dangling")
+    with pytest.raises(GateError, match=r"dangling: the golden folder holds a symbolic link \(to nowhere\)"):
+        refuse_symlinks(tmp_path / "a", "the golden folder")
