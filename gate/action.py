@@ -162,7 +162,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
     settings.report_path = parse(
         "report_path",
         lambda n, v: actions.workspace_path(n, v, environ),
-        actions.workspace_path("report_path", DEFAULTS["report_path"], environ),
+        actions.workspace_default(DEFAULTS["report_path"], environ),  # never raises (a symlink there, say)
     )
     from gate.baseline import FAIL_ON, parse_margins
     from gate.partial import parse_shard
@@ -613,7 +613,7 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
             document = report_document(result, commit, key)
             actions.set_outputs(
                 {
-                    "passed": result.status == PASSED,
+                    "passed": result.status == PASSED and not lost,  # no pass without its evidence (exit 2)
                     "regressed": result.status == REGRESSED,
                     "failed_outputs": _json_list(result.failed_outputs),
                     "junit_path": written.get("junit_path", ""),

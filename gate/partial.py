@@ -51,7 +51,7 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
-from gate.paths import open_regular, read_regular
+from gate.paths import open_regular, read_regular, write_atomic
 from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
 
 SCHEMA = "accuracy-gate-partial"
@@ -387,8 +387,7 @@ def write_partial(run: ComparedRun, path) -> Path:
     path = Path(path)
     text = json.dumps(partial_document(run), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8")
+        write_atomic(path, text + "\n", "partial result file")
     except OSError as err:
         raise GateError(f"{path}: cannot write the partial result file ({err.strerror or err}).") from err
     return path

@@ -4,8 +4,10 @@ symlink), and no report the gate writes may land outside it or over a file the g
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from gate.errors import GateError
@@ -154,3 +156,45 @@ def refuse_symlinks(folder, what: str) -> None:
                     f"{path}: {what} holds a symbolic link (to {os.readlink(path)}); the gate never deletes or "
                     "writes through one. Replace it with a real file or folder."
                 )
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path, data: str | bytes, what: str = "report") -> Path:
+    """Writes ``data`` (text as UTF-8) to ``path`` all at once or not at all: into a temporary file
+    in the same folder, flushed to disk, then renamed over ``path`` (``os.replace``, atomic on POSIX
+    within one file system). A failed write (a full disk, a killed process) leaves the old file as it
+    was, or no file, never a truncated one; the temporary file is removed. A symbolic link at
+    ``path`` (dangling or not) is refused, never written through or replaced. Parent folders are
+    created; the file gets the mode a plain ``open`` would give it (0666 less the umask).
+
+    Returns:
+        ``path`` as a Path.
+    Raises:
+        GateError: ``path`` is a symbolic link, naming ``what`` the file is and where the link leads.
+        OSError: the folder cannot be created or the file written (the old file is intact).
+    """
+    path = Path(path)
+    if os.path.islink(path):
+        raise GateError(
+            f"{path}: the {what} path is a symbolic link (to {os.readlink(path)}); the gate never writes through one."
+        )
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(payload)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path

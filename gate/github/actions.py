@@ -85,6 +85,16 @@ def parse_choice(name: str, value: str, choices: Sequence[str]) -> str:
     raise GateError(f"Input `{name}` must be one of {listed}, got {value!r}.")
 
 
+def workspace_default(value: str, environ: Mapping[str, str] = os.environ) -> Path:
+    """The absolute, normalized path of a default report path ``value`` under the workspace (the
+    working directory outside Actions), never raising: the fallback of an input whose value (or the
+    default itself, e.g. a symlink committed there) :func:`workspace_path` refused. What is written
+    there is written atomically and never through a symlink (``gate.paths.write_atomic``)."""
+    workspace = environ.get("GITHUB_WORKSPACE")
+    base = Path(workspace) if workspace else Path.cwd()
+    return Path(os.path.normpath(base.absolute() / value))
+
+
 def workspace_path(name: str, value: str, environ: Mapping[str, str] = os.environ) -> Path:
     """Return the path that input ``name`` names, resolved inside the workspace.
 

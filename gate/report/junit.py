@@ -10,6 +10,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from gate.paths import write_atomic
 from gate.results import GateResult, OutputVerdict, fmt, fmt_delta
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -78,9 +79,10 @@ def build_suites(result: GateResult) -> list[TestSuite]:
 
 
 def write_junit(result: GateResult, path) -> Path:
-    """Writes the JUnit XML file (UTF-8) and returns its path; parent folders are created."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Writes the JUnit XML file (UTF-8) atomically (``gate.paths.write_atomic``: all or nothing,
+    never through a symlink) and returns its path; parent folders are created.
+
+    Raises:
+        GateError: ``path`` is a symbolic link. OSError: the file cannot be written (an old one stays)."""
     xml = to_xml_report_string(build_suites(result), prettyprint=True, encoding="utf-8")
-    path.write_text(xml, encoding="utf-8")
-    return path
+    return write_atomic(path, xml, "JUnit report")
