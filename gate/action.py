@@ -724,6 +724,7 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
     from gate.github.event import find_pull_request, head_sha, load_event
     from gate.report import render_text
     from gate.report.json_report import dumps_within, read_untrusted_report, report_document
+    from gate.report.per_key import worst_per_key
 
     def fail(message: str) -> int:
         actions.error(f"could not post the accuracy report: {message}", title="accuracy-gate")
@@ -759,12 +760,15 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
         else:
             print(f"Pull request #{ref.number}, found from {ref.found_by}.")
         for report in reports:
-            key = settings.comment_key or report.comment_key or f"{workflow}/{report.result.model}"
             _write_summary(report.result, run_url, commit, environ, _warn_only)
+        # One comment per key, showing the worst of the files that share it (gate.report.per_key).
+        keyed = [(settings.comment_key or r.comment_key or f"{workflow}/{r.result.model}", r.result) for r in reports]
+        comments = worst_per_key(keyed)
+        for key, result in comments:
             if ref is None or settings.comment_mode == "off":
                 continue
             try:
-                outcome = _post(client, environ, settings, ref.number, report.result, key, run_url, commit)
+                outcome = _post(client, environ, settings, ref.number, result, key, run_url, commit)
                 print(_comment_outcome(outcome, ref.number))
             except GateError as err:
                 if verbose:
@@ -788,7 +792,7 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
         environ,
     )
     if failures:
-        return fail(f"{failures} of {len(reports)} comments could not be written.")
+        return fail(f"{failures} of {len(comments)} comments could not be written.")
     where = f"pull request #{ref.number}" if ref else "no pull request"
     verdicts = ", ".join(sorted({r.status for r in results}))
     actions.notice(
