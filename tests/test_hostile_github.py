@@ -151,3 +151,17 @@ def test_the_action_settings_never_show_the_token():
     settings, _ = read_settings({"INPUT_GITHUB_TOKEN": TOKEN, "INPUT_MODE": "comment"})
     assert settings.token == TOKEN
     assert TOKEN not in repr(settings)
+
+
+def test_retry_waits_stop_at_the_step_deadline(httpserver):
+    httpserver.expect_request(re.compile(".*")).respond_with_response(Response("{}", status=503))
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # really waits: the step's clock is the real one
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    client = GitHubClient(httpserver.url_for("/"), TOKEN, retries=3, sleep=sleep, step_deadline=1.8)
+    with pytest.raises(GitHubError, match="HTTP 503"):
+        client.get_pull("octo/repo", 1)
+    assert waits == [1.0]  # then 2 s more would pass the step's 1.8 s: the 503 is the answer (main: 1, 2, 4)

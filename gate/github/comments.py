@@ -239,7 +239,7 @@ class GitHubClient:
                 wait = 2.0**attempt
             if response.status_code in _NO_RETRY or wait is None or final or waited + wait > self.max_wait:
                 return response
-            if not self._may_wait(wait):
+            if not self._may_wait(wait):  # the step's deadline comes first: answer with what came
                 return response
             self._sleep(wait)
             waited += wait
