@@ -32,7 +32,7 @@ import re
 import sys
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.errors import GateError
@@ -101,7 +101,7 @@ class Settings:
 
     mode: str = "check"
     config: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # a secret: never in a repr
     pr_number: int | None = None
     comment_mode: str = "always"
     comment_key: str | None = None
@@ -162,7 +162,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
     settings.report_path = parse(
         "report_path",
         lambda n, v: actions.workspace_path(n, v, environ),
-        actions.workspace_path("report_path", DEFAULTS["report_path"], environ),
+        actions.workspace_default(DEFAULTS["report_path"], environ),  # never raises (a symlink there, say)
     )
     from gate.baseline import FAIL_ON, parse_margins
     from gate.partial import parse_shard
@@ -613,7 +613,7 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
             document = report_document(result, commit, key)
             actions.set_outputs(
                 {
-                    "passed": result.status == PASSED,
+                    "passed": result.status == PASSED and not lost,  # no pass without its evidence (exit 2)
                     "regressed": result.status == REGRESSED,
                     "failed_outputs": _json_list(result.failed_outputs),
                     "junit_path": written.get("junit_path", ""),
@@ -724,6 +724,7 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
     from gate.github.event import find_pull_request, head_sha, load_event
     from gate.report import render_text
     from gate.report.json_report import dumps_within, read_untrusted_report, report_document
+    from gate.report.per_key import worst_per_key
 
     def fail(message: str) -> int:
         actions.error(f"could not post the accuracy report: {message}", title="accuracy-gate")
@@ -759,12 +760,15 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
         else:
             print(f"Pull request #{ref.number}, found from {ref.found_by}.")
         for report in reports:
-            key = settings.comment_key or report.comment_key or f"{workflow}/{report.result.model}"
             _write_summary(report.result, run_url, commit, environ, _warn_only)
+        # One comment per key, showing the worst of the files that share it (gate.report.per_key).
+        keyed = [(settings.comment_key or r.comment_key or f"{workflow}/{r.result.model}", r.result) for r in reports]
+        comments = worst_per_key(keyed)
+        for key, result in comments:
             if ref is None or settings.comment_mode == "off":
                 continue
             try:
-                outcome = _post(client, environ, settings, ref.number, report.result, key, run_url, commit)
+                outcome = _post(client, environ, settings, ref.number, result, key, run_url, commit)
                 print(_comment_outcome(outcome, ref.number))
             except GateError as err:
                 if verbose:
@@ -788,7 +792,7 @@ def _comment_mode(environ, settings: Settings, errors: list[GateError], verbose:
         environ,
     )
     if failures:
-        return fail(f"{failures} of {len(reports)} comments could not be written.")
+        return fail(f"{failures} of {len(comments)} comments could not be written.")
     where = f"pull request #{ref.number}" if ref else "no pull request"
     verdicts = ", ".join(sorted({r.status for r in results}))
     actions.notice(

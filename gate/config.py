@@ -38,7 +38,8 @@ from pathlib import Path
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
-from gate.paths import DEFAULT_JUNIT, confinement_root, require_inside, require_output
+from gate.limits import TOML_DEPTH, parse_nested
+from gate.paths import DEFAULT_JUNIT, confinement_root, read_regular, require_inside, require_output
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -239,7 +240,7 @@ def _flag_of(overrides: dict, flags: Mapping[str, str]):
 def _read_text(path: Path) -> str:
     """The config's text; a UTF-8 byte-order mark (as some Windows editors save) is dropped."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, "the config file")
     except FileNotFoundError as err:
         raise GateError(f"{path}: config file not found.") from err
     except OSError as err:
@@ -321,7 +322,7 @@ def load_config(
     progress.update(root=root, protected=[(path, "the config file")], complete=False)
     text = _read_text(path)
     try:
-        data = tomllib.loads(text)
+        data = parse_nested(tomllib.loads, text, TOML_DEPTH, str(path), "the config")
     except tomllib.TOMLDecodeError as err:
         raise GateError(f"{path}: not valid TOML ({err}).") from err
     protected = _read_paths(path, data, overrides)

@@ -35,7 +35,7 @@ from gate.partial import (
     golden_fingerprint,
     result_of,
 )
-from gate.paths import require_inside
+from gate.paths import refuse_symlinks
 from gate.results import GateResult
 
 log = logging.getLogger("gate")
@@ -73,19 +73,11 @@ def _model_io_names(model_path: Path) -> tuple[list[str], list[str], str]:
 
 
 def _check_external_data(model_path: Path, model) -> None:
-    """Every external-data file the model names must exist beside it and stay inside its folder."""
-    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+    """Every external-data file the model names, dense or sparse, must exist beside it and stay
+    inside its folder (``gate.data.external.check_external_data``)."""
+    from gate.data.external import check_external_data
 
-    folder = model_path.resolve().parent
-    for tensor in _get_all_tensors(model):
-        if not uses_external_data(tensor):
-            continue
-        location = ExternalDataInfo(tensor).location
-        path = require_inside(folder / location, folder, f"external data of tensor '{tensor.name}'")
-        if not path.is_file():
-            raise GateError(
-                f"{model_path}: external data file '{location}' of tensor '{tensor.name}' not found next to the model."
-            )
+    check_external_data(model_path, model)
 
 
 def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
@@ -430,6 +422,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn
     _check_golden_folder(cfg, layout, inputs.layout)
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
+    refuse_symlinks(cfg.golden, "the golden folder")  # record deletes and writes there
     existing = _existing_golden(cfg.golden)
     if existing and not force:
         raise GateError(

@@ -51,6 +51,7 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
+from gate.paths import open_regular, read_regular, write_atomic
 from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
 
 SCHEMA = "accuracy-gate-partial"
@@ -211,7 +212,7 @@ def settings_sha256(settings: dict) -> str:
 def _file_sha256(path: Path) -> str | None:
     try:
         digest = hashlib.sha256()
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         return digest.hexdigest()
@@ -386,8 +387,7 @@ def write_partial(run: ComparedRun, path) -> Path:
     path = Path(path)
     text = json.dumps(partial_document(run), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8")
+        write_atomic(path, text + "\n", "partial result file")
     except OSError as err:
         raise GateError(f"{path}: cannot write the partial result file ({err.strerror or err}).") from err
     return path
@@ -533,7 +533,7 @@ def load_json(path, what: str) -> dict:
     """A JSON object from ``path``; a missing, unreadable or corrupt file is a one-line GateError."""
     source = str(path)
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular(path, f"the {what}")
     except OSError as err:
         raise GateError(f"{source}: cannot read the {what} ({err.strerror or err}).") from err
     try:

@@ -196,7 +196,11 @@ def test_note_without_a_run_url_and_a_custom_place():
         ("ping @octocat and @everyone, mail a@b", "ping @\u2060octocat and @\u2060everyone, mail a@\u2060b"),
         ("see https://evil.example and www.evil.example", "see https:\u2060//evil.example and www\u2060.evil.example"),
         ("two\nlines\r\n\ttab", "two lines tab"),
-        ("bidi \u202eevil\u202c zero\u200bwidth \x1b[31mred", "bidi evil zerowidth \\[31mred"),
+        # shown escaped, not removed (issue 14): names differing only by them must render distinctly
+        (
+            "bidi \u202eevil\u202c zero\u200bwidth \x1b[31mred",
+            "bidi \\\\u202eevil\\\\u202c zero\\\\u200bwidth \\\\x1b\\[31mred",
+        ),
     ],
 )
 def test_md_text_defuses_markdown(text, expected):
@@ -211,7 +215,7 @@ def test_md_text_defuses_markdown(text, expected):
         ("``x", False, "``` ``x ```"),
         ("a|b", True, "`a\\|b`"),
         ("a|b", False, "`a|b`"),
-        ("line\nbreak", False, "`line break`"),
+        ("line\nbreak", False, "`line\\nbreak`"),  # shown escaped (issue 14)
         ("", False, "(empty)"),
     ],
 )

@@ -24,6 +24,7 @@ from gate.comparator.kernels import cast_up as cast_up
 from gate.comparator.kernels import diff_statistics
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
+from gate.limits import exact_mean
 
 DEFAULT_TOLERANCE = 1e-5
 CHECK_ERROR_STATS = ("max", "mean", "median", "elemwise", "quantile")
@@ -126,7 +127,7 @@ class OutputCompareResult:
         metrics = {}
         for field in METRIC_FIELDS:
             values = [getattr(r, field) for r in results if getattr(r, field) is not None]
-            metrics[field] = math.fsum(values) / len(values) if values else None
+            metrics[field] = exact_mean(values) if values else None  # fsum would overflow near 1e308
         first = results[0]
         return cls(
             thresholds=first.thresholds,

@@ -40,6 +40,8 @@ import numpy as np
 
 from gate.comparator.struct import IterationResult, RunResults
 from gate.errors import GateError
+from gate.limits import JSON_DEPTH, parse_nested
+from gate.paths import read_regular
 
 TYPE_MARKER = "polygraphy_class"
 LEGACY_TYPE_MARKER = "polygraphy_serialized_json_type"
@@ -286,7 +288,7 @@ def from_json(text: str, source: str = "<string>"):
             type"); a payload that would need pickle (names the tensor); a malformed object.
     """
     try:
-        raw = json.loads(text)
+        raw = parse_nested(json.loads, text, JSON_DEPTH, source, "the JSON document")
     except json.JSONDecodeError as err:
         raise GateError(f"{source}: not a JSON file ({err}).") from err
     return _decode(raw, _Context(source))
@@ -303,8 +305,7 @@ def load_json(path):
     if os.path.isdir(path):
         raise GateError(f"{path}: is a directory; expected a JSON file (read a directory with a streaming loader).")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_regular(path, "the JSON file").decode("utf-8")
     except FileNotFoundError as err:
         raise GateError(f"{path}: file not found.") from err
     except (OSError, UnicodeDecodeError) as err:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.utils
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ import requests
 
 import gate
 from gate.errors import GateError
+from gate.github.actions import redact
 
 MARKER_PREFIX = "<!-- accuracy-gate:"
 DIGEST_PREFIX = "<!-- accuracy-gate-digest:"
@@ -43,6 +45,15 @@ _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/-]")  # no '>' or '!', so a key cannot end the HTML comment
 _NO_RETRY = (400, 401, 404, 410, 422)
+REQUEST_DEADLINE = 30.0
+"""Seconds one HTTP request may take in all, from connecting to the last byte of the body (the
+``timeout`` of ``requests`` bounds each read only, so a server trickling a byte at a time would
+otherwise keep the action alive without end)."""
+STEP_DEADLINE = 600.0
+"""Seconds one client (one GitHub step of the action: finding the pull request and writing the
+comment) may spend in all, its requests and its waits for rate limits included."""
+MAX_PAGES = 100
+"""The most pages a list endpoint is followed through (10,000 items at 100 per page)."""
 
 
 class GitHubError(GateError):
@@ -123,6 +134,9 @@ class GitHubClient:
         sleep: the wait function (tests pass a recorder).
         clock: the current time in epoch seconds, for ``x-ratelimit-reset`` (tests pass a fixed one).
         max_wait: give up instead of waiting more than this many seconds in all for one request.
+        deadline: seconds one request may take in all, connect, headers and body (not per read).
+        step_deadline: seconds this client may spend in all, over every request and wait; past it
+            every request fails at once.
     Raises:
         GateError: when ``token`` is empty.
     """
@@ -138,6 +152,8 @@ class GitHubClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         max_wait: float = 300.0,
+        deadline: float = REQUEST_DEADLINE,
+        step_deadline: float = STEP_DEADLINE,
     ) -> None:
         if not token:
             raise GateError("The GitHub token is empty; a token is needed to post the pull-request comment.")
@@ -145,6 +161,9 @@ class GitHubClient:
         self.timeout = timeout
         self.retries = retries
         self.max_wait = max_wait
+        self.deadline = deadline
+        self.step_deadline = step_deadline
+        self._step_end = time.monotonic() + step_deadline
         self._session = session if session is not None else requests.Session()
         self._sleep = sleep
         self._clock = clock
@@ -160,7 +179,43 @@ class GitHubClient:
         return f"GitHubClient(api_url={self.api_url!r})"
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._token, "***")
+        return redact(text, self._token)
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
+        """One HTTP exchange that ends within :attr:`deadline` (and the step's deadline) in all.
+
+        ``requests`` has no total timeout, so the exchange runs in a daemon thread that is abandoned
+        (with its session) when the time is up; a daemon thread never keeps the process alive.
+
+        Raises:
+            GitHubError: the time ran out (status None); requests.RequestException: as requests raises it.
+        """
+        path = urlsplit(url).path
+        left = min(self.deadline, self._step_end - time.monotonic())
+        if left <= 0:
+            spent = f"the GitHub step ran past its {self.step_deadline:g} s limit"
+            raise GitHubError(None, f"GitHub API {method} {path} not sent: {spent}.")
+        outcome: dict[str, Any] = {}
+        session = self._session
+
+        def exchange() -> None:
+            try:
+                outcome["response"] = session.request(
+                    method, url, headers=self._headers, timeout=min(self.timeout, left), **kwargs
+                )
+            except BaseException as exc:  # handed to the caller's thread
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=exchange, name="accuracy-gate-http", daemon=True)
+        worker.start()
+        worker.join(left)
+        if worker.is_alive():
+            self._session = requests.Session()  # the abandoned exchange keeps the old one
+            limit = "its" if left >= self.deadline else "the GitHub step's"
+            raise GitHubError(None, f"GitHub API {method} {path} did not complete within {limit} {left:.3g} s limit.")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["response"]
 
     def _request(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         """Send one request with retries; return the last response, or raise GitHubError when none came."""
@@ -169,11 +224,11 @@ class GitHubClient:
         for attempt in range(self.retries + 1):
             final = attempt == self.retries
             try:
-                response = self._session.request(method, url, headers=self._headers, timeout=self.timeout, **kwargs)
+                response = self._send(method, url, **kwargs)
             except requests.RequestException as exc:
                 wait = 2.0**attempt
                 retryable = method != "POST" or isinstance(exc, requests.ConnectTimeout)
-                if final or not retryable or waited + wait > self.max_wait:
+                if final or not retryable or waited + wait > self.max_wait or not self._may_wait(wait):
                     message = self._redact(f"GitHub API {method} {path} failed without a response: {exc}")
                     raise GitHubError(None, message) from exc
                 self._sleep(wait)
@@ -184,9 +239,15 @@ class GitHubClient:
                 wait = 2.0**attempt
             if response.status_code in _NO_RETRY or wait is None or final or waited + wait > self.max_wait:
                 return response
+            if not self._may_wait(wait):  # the step's deadline comes first: answer with what came
+                return response
             self._sleep(wait)
             waited += wait
         raise AssertionError("unreachable")
+
+    def _may_wait(self, wait: float) -> bool:
+        """Whether waiting ``wait`` seconds before a retry still leaves the step some time."""
+        return time.monotonic() + wait < self._step_end
 
     def _error(self, method: str, url: str, response: requests.Response) -> GitHubError:
         try:
@@ -216,8 +277,8 @@ class GitHubClient:
         pages (https://docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api).
 
         Raises:
-            GitHubError: on an API error, a page that is not a list, or a next-page link to another
-                host (the token is not sent there).
+            GitHubError: on an API error, a page that is not a list, a next-page link to another
+                host (the token is not sent there), or more than :data:`MAX_PAGES` pages.
         """
         next_url: str | None = url
         next_params: dict[str, Any] | None = {"per_page": 100, **params}
@@ -225,6 +286,10 @@ class GitHubClient:
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         while next_url and next_url not in seen:
+            if len(seen) == MAX_PAGES:
+                raise GitHubError(
+                    None, f"GitHub API GET {urlsplit(url).path} has more than {MAX_PAGES} pages; expected fewer."
+                )
             seen.add(next_url)
             response = self._call("GET", next_url, params=next_params)
             page = response.json()

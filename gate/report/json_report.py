@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
+from gate.paths import read_regular, write_atomic
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number, number_from_json
 
 SCHEMA = "accuracy-gate-report"
@@ -180,11 +181,12 @@ def dumps_within(document: dict[str, Any], limit: int) -> str:
 
 
 def write_report(result: GateResult, path, commit: str | None = None, comment_key: str | None = None) -> Path:
-    """Write the results file (one line of JSON, UTF-8) and return its path; parent folders are created."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(report_document(result, commit, comment_key)) + "\n", encoding="utf-8")
-    return path
+    """Write the results file (one line of JSON, UTF-8) atomically (``gate.paths.write_atomic``: all
+    or nothing, never through a symlink) and return its path; parent folders are created.
+
+    Raises:
+        GateError: ``path`` is a symbolic link. OSError: the file cannot be written (an old one stays)."""
+    return write_atomic(path, dumps(report_document(result, commit, comment_key)) + "\n", "results file")
 
 
 def results_digest(result: GateResult) -> str:
@@ -332,8 +334,7 @@ def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport
     source = str(path)
     max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        raw = read_regular(path, "the results file", max_bytes)
     except OSError as err:
         raise GateError(f"{source}: cannot read the results file ({err.strerror or err}).") from err
     if len(raw) > max_bytes:

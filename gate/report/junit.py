@@ -10,6 +10,8 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from gate.paths import write_atomic
+from gate.report.escape import unique_names, visible
 from gate.results import GateResult, OutputVerdict, fmt, fmt_delta
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -45,7 +47,7 @@ def build_suites(result: GateResult) -> list[TestSuite]:
         pair = f"{row.pair[0]} vs {row.pair[1]}"
         suite = suites.setdefault(pair, TestSuite(pair, [], properties=properties, package=result.model))
         case = TestCase(
-            f"{result.model}/{row.output}",
+            visible(f"{result.model}/{row.output}"),
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=0.0,
             stdout=_clean(
@@ -69,6 +71,9 @@ def build_suites(result: GateResult) -> list[TestSuite]:
         case = TestCase(f"{result.model}/(no outputs)", classname="accuracy-gate")
         case.add_error_info(message=_clean(result.message), error_type="could-not-evaluate")
         suites["accuracy-gate"] = TestSuite("accuracy-gate", [case], properties=properties, package=result.model)
+    for suite in suites.values():  # names that render alike (or a name like "iteration 3") stay apart
+        for case, name in zip(suite.test_cases, unique_names(case.name for case in suite.test_cases)):
+            case.name = name
     if result.duration_s and suites:
         first = next(iter(suites.values()))
         share = result.duration_s / max(1, len(first.test_cases))
@@ -78,9 +83,10 @@ def build_suites(result: GateResult) -> list[TestSuite]:
 
 
 def write_junit(result: GateResult, path) -> Path:
-    """Writes the JUnit XML file (UTF-8) and returns its path; parent folders are created."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Writes the JUnit XML file (UTF-8) atomically (``gate.paths.write_atomic``: all or nothing,
+    never through a symlink) and returns its path; parent folders are created.
+
+    Raises:
+        GateError: ``path`` is a symbolic link. OSError: the file cannot be written (an old one stays)."""
     xml = to_xml_report_string(build_suites(result), prettyprint=True, encoding="utf-8")
-    path.write_text(xml, encoding="utf-8")
-    return path
+    return write_atomic(path, xml, "JUnit report")

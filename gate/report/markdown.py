@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from gate.report.chart import caption, chart, has_baseline_series
+from gate.report.escape import unlinked, visible
 from gate.report.json_report import largest_fitting
 from gate.report.text import headers_of, rows_of, scope_line
 from gate.results import PASSED, REGRESSED, GateResult, plural
@@ -24,15 +25,15 @@ MAX_CHARTS = 6
 _ICONS = {PASSED: "✅", REGRESSED: "❌"}
 _LABELS = {PASSED: "passed", REGRESSED: "regressed", "error": "error (could not evaluate)"}
 
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SPACE = re.compile(r"\s+")
 _INLINE = re.compile(r"([\\`*_\[\]<>|~$])")
 _WORD_JOINER = "\u2060"
 
 
 def _plain(text: object) -> str:
-    """One line: control, zero-width and bidi-override characters removed, whitespace runs to one space."""
-    return _SPACE.sub(" ", _UNPRINTABLE.sub("", str(text))).strip()
+    """One line: whitespace runs to one space; control, zero-width, bidi-override and other invisible
+    characters shown escaped (``gate.report.escape.visible``), so they neither act nor vanish."""
+    return _SPACE.sub(" ", visible(text, keep=" \t\n\r\x0b\x0c")).strip()
 
 
 def md_text(text: object) -> str:
@@ -40,15 +41,17 @@ def md_text(text: object) -> str:
     links, images, HTML, table cells or math), ``&`` as ``&amp;`` (no entities), and a word joiner
     after ``@`` and inside ``://`` and ``www.`` so that no one is mentioned and nothing is auto-linked."""
     text = _INLINE.sub(r"\\\1", _plain(text).replace("&", "&amp;"))
-    text = re.sub(r"@(?=\w)", "@" + _WORD_JOINER, text)
+    text = unlinked(re.sub(r"@(?=\w)", "@" + _WORD_JOINER, text))  # no @mention, no #1 / GH-3 reference
     text = re.sub(r"(?i)(?<=[a-z]):(?=//)", ":" + _WORD_JOINER, text)
     return re.sub(r"(?i)\bwww\.", "www" + _WORD_JOINER + ".", text)
 
 
 def md_code(text: object, in_table: bool = False) -> str:
     """``text`` as a code span, fenced with more backticks than it contains, so nothing inside renders.
-    In a table cell ``|`` is escaped as ``\\|`` (GFM splits cells before reading code spans)."""
-    text = _plain(text)
+    In a table cell ``|`` is escaped as ``\\|`` (GFM splits cells before reading code spans). Line
+    breaks and invisible characters are shown escaped (``\\n``, ``\\u200b``: names differing only by
+    them stay distinct); spaces are kept."""
+    text = visible(text)
     if not text:
         return "(empty)"
     if in_table:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.report.escape import visible
 from gate.results import GateResult, fmt, fmt_delta, plural
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
@@ -28,12 +29,12 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
     cells = []
     for row in result.rows:
         if row.error:
-            cell = (row.output, "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
+            cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
             stat = f"{row.stat} (avg)" if row.averaged else row.stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             cell = (
-                row.output,
+                visible(row.output),  # a line break or zero-width character shows, escaped
                 stat,
                 fmt(row.abs_value),
                 fmt(row.atol),
