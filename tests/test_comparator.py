@@ -48,7 +48,8 @@ class TestSimpleCompareFunc:
         assert r.max_absdiff == p.max_absdiff == 0.5
         assert r.max_reldiff == p.max_reldiff == pytest.approx(0.5 / 4.5, rel=1e-7)
         assert r.mean_absdiff == pytest.approx(0.125, rel=1e-12)
-        assert r.median_absdiff is None  # medians are computed only for check_error_stat="median"
+        assert r.median_absdiff == p.median_absdiff == 0.0  # computed by default, as Polygraphy does
+        assert ours(a, b, compute_medians=False).median_absdiff is None  # the gate's opt-out
         assert ours(a, b, check_error_stat="median").median_absdiff == p.median_absdiff == 0.0
         assert r.worst_index == (3,) and r.mismatch_count == 1 and r.num_elements == 4
 
@@ -178,7 +179,7 @@ class TestSimpleCompareFunc:
             SimpleCompareFunc()(it("live", p=[1.0]), it("golden", zz=[1.0]))
 
     def test_invalid_stat_and_negative_tolerance(self):
-        with pytest.raises(GateError, match="check_error_stat 'p99'"):
+        with pytest.raises(GateError, match="Invalid choice for check_error_stat: p99"):  # Polygraphy's wording
             SimpleCompareFunc(check_error_stat="p99")
         with pytest.raises(GateError, match="atol must be a non-negative number"):
             SimpleCompareFunc(atol=-1.0)
