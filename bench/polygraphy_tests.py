@@ -52,7 +52,10 @@ TEST_DIRS = ["tests/comparator", "tests/backend/base", "tests/backend/onnxrt"]
 
 # Applied in order to every copied .py file for the ``gate`` run.
 IMPORT_MAP = [
-    (r"from polygraphy\.exception import PolygraphyException\b", "from gate.errors import GateError as PolygraphyException"),
+    (
+        r"from polygraphy\.exception import PolygraphyException\b",
+        "from gate.errors import GateError as PolygraphyException",
+    ),
     (r"from polygraphy\.common import TensorMetadata\b", "from gate.backend.base import TensorMetadata"),
     (r"\bpolygraphy\.comparator\b", "gate.comparator"),
     (r"\bpolygraphy\.backend\.base\b", "gate.backend.base"),
@@ -63,7 +66,7 @@ IMPORT_MAP = [
 # decorator pytest >= 8 refuses ("Marks cannot be applied to fixtures").
 _TRT_STUB = (
     "try:\n    import tensorrt as trt\nexcept ImportError:  # harness: no TensorRT here\n"
-    "    import types as _types\n\n    trt = _types.SimpleNamespace(__version__=\"0\")\n"
+    '    import types as _types\n\n    trt = _types.SimpleNamespace(__version__="0")\n'
 )
 _TORCH_STUB = "try:\n    import torch\nexcept ImportError:  # harness: no torch here\n    torch = None\n"
 COMMON_MAP = [
@@ -73,7 +76,13 @@ COMMON_MAP = [
 ]
 
 # Tests that pass on polygraphy and not on ours on purpose: test id (or its prefix) -> reason.
-EXPLAINED: dict[str, str] = {}
+EXPLAINED: dict[str, str] = {
+    # output0's mean |diff| of float32 values is 0.41250000149 (float64 sum), above atol = 0.4125;
+    # Polygraphy's float32 sum rounds it to 0.41249999 and passes.
+    "comparator.test_compare.TestSimpleCompareFunc::test_per_output_error_stat[": "D3 (mean accumulated in float64)",
+    # The test sets polygraphy.config.ARRAY_SWAP_THRESHOLD_MB, which gate does not read.
+    "comparator.test_struct.TestLazyArray::test_swapped_array[": "D14 (swap threshold is gate's own setting)",
+}
 
 
 def _rewrite(folder: Path, rules) -> None:
@@ -163,7 +172,8 @@ def report(pg: dict, ours: dict, target: float) -> int:
     extra = sorted(t for t, (o, _) in ours.items() if o == "passed" and pg.get(t, ("", ""))[0] != "passed")
     if extra:
         print(f"passing on gate only: {len(extra)}")
-    print(f"passing on polygraphy: {n_pg}; of those passing on gate: {n_ours} ({share:.1f} %); unexplained: {unexplained}")
+    print(f"passing on polygraphy: {n_pg}; of those passing on gate: {n_ours} ({share:.1f} %); ", end="")
+    print(f"unexplained: {unexplained}")
     return 0 if share >= target and not unexplained else 1
 
 

@@ -227,8 +227,9 @@ def compare_arrays(
     Returns an OutputCompareResult; it never modifies ``a`` or ``b``, and never copies them whole
     (``gate.comparator.kernels``: one pass over blocks, every reported number as numpy computes it
     on the whole arrays). Medians are computed for ``check_error_stat="median"`` or ``medians=True``
-    (a second pass over the arrays), quantiles only for ``"quantile"``; the other statistics always. A shape mismatch is never broadcast: it
-    gives a failed result whose ``error`` names both shapes (D8).
+    (a second pass over the arrays), quantiles only for ``"quantile"``; the other statistics always.
+    A shape mismatch is never broadcast: it gives a failed result whose ``error`` names both shapes
+    (D8).
     """
     a = np.asarray(a)
     b = np.asarray(b)

@@ -26,7 +26,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from gate.comparator.compare import cast_up, missing_output_result, pair_outputs, value_or_from_dict
+from gate.comparator.compare import (
+    BaseCompareFunc,
+    CompareResult,
+    Threshold,
+    cast_up,
+    missing_output_result,
+    pair_outputs,
+    value_or_from_dict,
+)
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
 
@@ -105,13 +113,17 @@ def snr(a, b) -> float:
 
 
 @dataclass(frozen=True)
-class MetricThreshold:
+class MetricThreshold(Threshold):
     """The criterion for one metric: ``value <= threshold`` (L2) or ``value >= threshold`` (the
     others), inclusive. A None or NaN metric fails (Polygraphy's ``_MetricThreshold``)."""
 
     threshold: float
     metric: ClassVar[str] = ""
     higher_is_better: ClassVar[bool] = False
+
+    @classmethod
+    def metric_fields(cls) -> list[str]:
+        return [cls.metric]
 
     def passed(self, result) -> bool:
         value = getattr(result, self.metric, None)
@@ -151,7 +163,7 @@ class SnrThreshold(MetricThreshold):
     higher_is_better: ClassVar[bool] = True
 
 
-class MetricResult:
+class MetricResult(CompareResult):
     """The comparison of one output by one metric. The metric is a Python float, or None when the
     outputs are empty (deviation D4: the result passes) or could not be compared (``error`` is set,
     e.g. a shape mismatch: the result fails). Extra fields: ``num_elements``, ``dtypes`` and
@@ -179,6 +191,10 @@ class MetricResult:
         self.shapes = shapes
         self.output0_name = output0_name
         self.output1_name = output1_name
+
+    @classmethod
+    def metric_fields(cls) -> list[str]:
+        return [cls.threshold_type.metric]
 
     @property
     def value(self):
@@ -301,7 +317,7 @@ def _check_number(label, value):
             raise GateError(f"{label} must be a number, got {v!r}.")
 
 
-class SingleMetricCompareFunc:
+class SingleMetricCompareFunc(BaseCompareFunc):
     """The base of the compare functions that judge each output pair by one scalar metric
     (``metric(a, b) -> float``) against a per-output threshold. Subclasses set the metric, the result
     type and the default threshold.

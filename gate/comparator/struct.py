@@ -9,12 +9,96 @@ output and the reason.
 from __future__ import annotations
 
 import copy
+import os
+import tempfile
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from gate.errors import GateError
+
+ARRAY_SWAP_THRESHOLD_MB = -1
+"""Arrays larger than this many MiB are moved to a temporary file by ``LazyArray`` (-1: never).
+Polygraphy's ``polygraphy.config.ARRAY_SWAP_THRESHOLD_MB``, here a setting of this module."""
+
+
+class LazyArray:
+    """An array that may live in a temporary file (Polygraphy's ``LazyArray``): larger than
+    ``ARRAY_SWAP_THRESHOLD_MB`` MiB (when that is >= 0) it is written there in Polygraphy's JSON
+    (``arr`` is None, ``tmpfile`` the file), else kept as it is (``arr``). ``load()`` returns it."""
+
+    def __init__(self, arr):
+        self.arr = None
+        self.tmpfile = None
+        threshold = ARRAY_SWAP_THRESHOLD_MB
+        if threshold >= 0 and np.asarray(arr).nbytes > (int(threshold) << 20):
+            from gate.comparator import serde
+
+            self.tmpfile = tempfile.NamedTemporaryFile(suffix=".json")
+            serde.save_json(np.asarray(arr), self.tmpfile.name)
+        else:
+            self.arr = arr
+
+    def load(self):
+        """The array (read back from the temporary file if it was swapped out)."""
+        if self.arr is not None:
+            return self.arr
+        from gate.comparator import serde
+
+        return serde.load_json(self.tmpfile.name)
+
+
+def _check_decoded(obj, cls, source):
+    if not isinstance(obj, cls):
+        raise GateError(
+            f"{source}: Provided JSON cannot be decoded into a {cls.__name__}. "
+            f"Note: JSON was decoded into a {type(obj)}"
+        )
+    return obj
+
+
+class _JsonMethods:
+    """Polygraphy's ``add_json_methods``: ``to_json``, ``from_json``, ``save``, ``load`` in Polygraphy's
+    JSON (``gate.comparator.serde``, byte for byte)."""
+
+    def to_json(self) -> str:
+        """This object as Polygraphy's JSON text."""
+        from gate.comparator import serde, serde_results  # noqa: F401  (registers the result types)
+
+        return serde.to_json(self)
+
+    @classmethod
+    def from_json(cls, src):
+        """Decodes JSON text ``src``.
+
+        Raises:
+            GateError: the JSON does not decode into this class."""
+        from gate.comparator import serde, serde_results  # noqa: F401
+
+        return _check_decoded(serde.from_json(src), cls, "<string>")
+
+    def save(self, dest) -> None:
+        """Writes this object to ``dest`` (a path or a writable file object)."""
+        from gate.comparator import serde, serde_results  # noqa: F401
+
+        if hasattr(dest, "write"):
+            dest.write(serde.to_json(self))
+        else:
+            serde.save_json(self, dest)
+
+    @classmethod
+    def load(cls, src):
+        """Reads an object of this class from ``src`` (a path or a readable file object).
+
+        Raises:
+            GateError: a missing or unreadable file, or JSON that is not this class."""
+        from gate.comparator import serde, serde_results  # noqa: F401
+
+        if hasattr(src, "read"):
+            return _check_decoded(serde.from_json(src.read()), cls, "<file>")
+        return _check_decoded(serde.load_json(os.fspath(src)), cls, src)
 
 
 class IterationResult(OrderedDict):
@@ -47,7 +131,7 @@ class IterationResult(OrderedDict):
         return (type(self), (OrderedDict(self), self.runtime, self.runner_name))
 
 
-class RunResults:
+class RunResults(_JsonMethods):
     """Results of one or more runners: a list of ``(runner_name, [IterationResult, ...])`` pairs that
     also behaves like a dict keyed by runner name. Duplicate runner names are allowed; a ``str`` key
     returns the first match.
@@ -61,6 +145,15 @@ class RunResults:
 
     def items(self):
         return iter(self.lst)
+
+    def append(self, item):
+        """Appends one ``(runner_name, [IterationResult, ...])`` pair.
+
+        Raises:
+            GateError: ``item`` is not a (str, list) pair."""
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise GateError(f"Unsupported key type: {type(item)}. Note: Expected a (runner_name, list) tuple.")
+        self.lst.append(item)
 
     def keys(self):
         return [name for name, _ in self.lst]
@@ -127,6 +220,22 @@ class RunResults:
             yield RunResults([(name, [results[index]]) for name, results in self.lst if index < len(results)])
 
     @staticmethod
+    def load_streaming(path, allow_dirs=True) -> Iterator[RunResults]:
+        """Yields single-iteration RunResults from a file, a directory of per-iteration files or a
+        list of either (``gate.comparator.serde.load_run_results_streaming``).
+
+        Raises:
+            GateError: ``allow_dirs=False`` and a path is a directory; see the serde loader."""
+        from gate.comparator import serde
+
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        if not allow_dirs:
+            for p in paths:
+                if os.path.isdir(p):
+                    raise GateError(f"{p}: is a directory, and directories are not allowed here (allow_dirs=False).")
+        yield from serde.load_run_results_streaming(paths)
+
+    @staticmethod
     def concat(runs: Iterable[RunResults]) -> RunResults:
         """Merges RunResults by runner name (the inverse of ``split``)."""
         merged = RunResults()
@@ -179,7 +288,13 @@ class AccuracyResult(OrderedDict):
         return matched, len(iterations) - matched, len(iterations)
 
     def percentage(self, runner_pair=None) -> float:
-        """Fraction of matched iterations (1.0 when nothing was compared)."""
+        """Fraction of matched iterations (1.0 when nothing was compared). Deprecated in Polygraphy
+        0.53.6 (removed in 0.55.0; use ``stats``): issues its ``DeprecationWarning``."""
+        warnings.warn(
+            "AccuracyResult.percentage is deprecated and will be removed in Polygraphy 0.55.0. Use stats instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if not len(self):
             return 1.0
         matched, _, total = self.stats(runner_pair)
@@ -225,7 +340,7 @@ def _average(samples, name):
     return type(first).averaged([r for _, r in samples])
 
 
-class AccuracyResults:
+class AccuracyResults(_JsonMethods):
     """One AccuracyResult per compare function. ``bool()`` is True only when every entry passed
     (empty: True)."""
 
