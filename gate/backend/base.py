@@ -133,10 +133,11 @@ class BaseRunner:
 
     prefix = "runner"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, prefix=None):
         if name is None:
-            count = next(_counters.setdefault(self.prefix, itertools.count()))
-            name = f"{self.prefix}-N{count}-{time.strftime('%x')}-{time.strftime('%X')}"
+            prefix = self.prefix if prefix is None else prefix
+            count = next(_counters.setdefault(prefix, itertools.count()))
+            name = f"{prefix}-N{count}-{time.strftime('%x')}-{time.strftime('%X')}"
         self.name = name
         self.is_active = False
         self.inference_time = None

@@ -267,6 +267,11 @@ class Comparator:
         return results
 
     @staticmethod
+    def default_comparisons(run_results):
+        """``[(0, 1), (1, 2), ...]``: each runner against the next (Polygraphy's default pairs)."""
+        return [(i, i + 1) for i in range(len(run_results) - 1)]
+
+    @staticmethod
     def postprocess(run_results, postprocess_func):
         """Applies ``postprocess_func(IterationResult) -> IterationResult`` to every iteration of a
         RunResults (in place, returned), a stream (a lazy generator) or a list of either (a new

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,11 +67,19 @@ class Threshold:
     def metric_fields(cls) -> list[str]:
         return list(cls.METRIC_FIELDS)
 
-    def passed(self, result) -> bool:
+    def passed(self, metric_values) -> bool:
+        """The verdict for ``metric_values``: a ``field -> value`` mapping, or a result object."""
         raise NotImplementedError
 
     def describe(self, metric_values):
         return None
+
+
+def metric_value(metric_values, field):
+    """``metric_values[field]`` for a mapping (Polygraphy passes one), else the result's attribute."""
+    if isinstance(metric_values, Mapping):
+        return metric_values.get(field)
+    return getattr(metric_values, field, None)
 
 
 class CompareResult:
@@ -129,13 +138,15 @@ class SimpleThreshold(Threshold):
     rtol: float
     METRIC_FIELDS = METRIC_FIELDS
 
-    def passed(self, result) -> bool:
-        """Raises:
-        GateError: for ``elemwise``, which cannot be re-checked from summary statistics."""
+    def passed(self, metric_values) -> bool:
+        """The verdict for ``metric_values`` (a ``field -> value`` mapping or a result).
+
+        Raises:
+            GateError: for ``elemwise``, which cannot be re-checked from summary statistics."""
         if self.check_error_stat == "elemwise":
             raise GateError("Cannot re-threshold an 'elemwise' comparison; use max, mean, median or quantile.")
-        abs_val = getattr(result, f"{self.check_error_stat}_absdiff")
-        rel_val = getattr(result, f"{self.check_error_stat}_reldiff")
+        abs_val = metric_value(metric_values, f"{self.check_error_stat}_absdiff")
+        rel_val = metric_value(metric_values, f"{self.check_error_stat}_reldiff")
         return not (_failed(abs_val, self.atol) and _failed(rel_val, self.rtol))
 
 
@@ -415,12 +426,12 @@ class SimpleCompareFunc(BaseCompareFunc):
             if stat not in CHECK_ERROR_STATS:
                 raise GateError(invalid_stat_message(stat))
 
-    def thresholds_for(self, name: str) -> SimpleThreshold:
-        """The threshold that applies to output ``name``."""
+    def thresholds_for(self, output_name: str) -> SimpleThreshold:
+        """The threshold that applies to output ``output_name``."""
         return SimpleThreshold(
-            value_or_from_dict(self.check_error_stat, name, "elemwise"),
-            float(value_or_from_dict(self.atol, name, DEFAULT_TOLERANCE)),
-            float(value_or_from_dict(self.rtol, name, DEFAULT_TOLERANCE)),
+            value_or_from_dict(self.check_error_stat, output_name, "elemwise"),
+            float(value_or_from_dict(self.atol, output_name, DEFAULT_TOLERANCE)),
+            float(value_or_from_dict(self.rtol, output_name, DEFAULT_TOLERANCE)),
         )
 
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:

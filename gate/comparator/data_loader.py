@@ -34,12 +34,14 @@ import numpy as np
 from gate.backend.base import is_dynamic_dim, is_valid_shape_override
 from gate.comparator.coerce import _format_shape, _normalize_dtype, _normalize_shape, coerce_buffer, coerce_feed_dict
 from gate.comparator.loaders import DataLoaderCache, StreamingDataLoader, check_feed_dict
+from gate.comparator.sampler import ArraySampler
 from gate.errors import GateError
 
 __all__ = [
     "DEFAULT_SEED",
     "DEFAULT_SHAPE_VALUE",
     "DEFAULT_VAL_RANGE",
+    "ArraySampler",
     "DataLoader",
     "DataLoaderCache",
     "StreamingDataLoader",
@@ -352,7 +354,7 @@ class DataLoader:
                 names,
             )
 
-        rng = np.random.RandomState(self.seed + index)
+        rng = ArraySampler("numpy", self.seed + index)
         feed_dict = OrderedDict()
         for name, dtype, shape, bounds in inputs:
             dtype = user_dtypes.get(name, dtype)
@@ -451,19 +453,12 @@ class DataLoader:
                     f"val_range [{imin}, {imax}] for input '{name}' does not fit its dtype {dtype} "
                     f"([{info.min}, {info.max}])."
                 )
-            return np.array(rng.randint(low=imin, high=imax + 1, size=shape, dtype=dtype))
+            return rng.sample_integer(shape, dtype, imin, imax)
         if dtype is not None and dtype.kind == "b":
             bmin, bmax = bool(low), bool(high)
             if bmin > bmax:
                 raise GateError(
                     f"val_range [{low}, {high}] for bool input '{name}' is empty once cast to bool ([{bmin}, {bmax}])."
                 )
-            return np.array(rng.randint(low=bmin, high=bmax + 1, size=shape, dtype=dtype))
-        fmin, fmax = float(low), float(high)
-        scale, shift = fmax - fmin, fmin
-        # Polygraphy's special case: without it two infinite bounds would collapse into NaN.
-        if math.isinf(fmin):
-            scale, shift = fmin, 0
-        if math.isinf(fmax):
-            scale = fmax
-        return np.array((rng.random_sample(size=shape) * scale + shift).astype(dtype))
+            return rng.sample_integer(shape, dtype, bmin, bmax)
+        return rng.sample_float(shape, dtype, float(low), float(high))

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from gate.comparator.compare import SimpleCompareFunc
+from gate.comparator.compare import SimpleCompareFunc, fuzzy_find_output, metric_value
 from gate.comparator.indices import IndicesCompareFunc
 from gate.comparator.kernels import cast_up
 from gate.comparator.metrics import MetricResult, MetricThreshold, SingleMetricCompareFunc
 from gate.comparator.postprocess import BasePostprocessFunc, TopKPostprocessFunc
+from gate.errors import GateError
 
 log = logging.getLogger("gate.comparator")
 
@@ -33,6 +35,9 @@ __all__ = [
     "PerceptualMetricsResult",
     "PostprocessFunc",
     "BasePostprocessFunc",
+    "default_find_output_func",
+    "metric_fields_for_func",
+    "run_comparison",
 ]
 
 
@@ -50,9 +55,10 @@ class LpipsThreshold(MetricThreshold):
     """Maximum allowed LPIPS. A None LPIPS (it could not be computed) passes (Polygraphy)."""
 
     metric: ClassVar[str] = "lpips"
+    label: ClassVar[str] = "LPIPS"
 
-    def passed(self, result) -> bool:
-        value = getattr(result, "lpips", None)
+    def passed(self, metric_values) -> bool:
+        value = metric_value(metric_values, "lpips")
         return value is None or bool(value <= self.threshold)
 
 
@@ -160,6 +166,76 @@ class PerceptualMetricsCompareFunc(SingleMetricCompareFunc):
             dtypes=(str(a.dtype), str(b.dtype)),
             shapes=(tuple(a.shape), tuple(b.shape)),
         )
+
+
+def default_find_output_func(output_name, index, iter_result, base_iter_result=None):
+    """Polygraphy's default output matching, for ``run_comparison`` (our compare functions pair by
+    exact name unless given a ``find_output_func``, D5): ``[name]`` for the exact name, else the first
+    output of ``iter_result`` whose name contains ``output_name`` or is contained in it
+    (case-insensitive), else the one at ``index``; None when nothing matches, or when the fuzzy match
+    has an exact match of its own in ``base_iter_result``."""
+    found = fuzzy_find_output(output_name, index, iter_result)
+    if not found:
+        return None
+    if found[0] != output_name and base_iter_result is not None and found[0] in base_iter_result:
+        return None
+    if found[0] != output_name:
+        log.warning(
+            "Output names did not match exactly. Assuming %s output: %s corresponds to output: %s",
+            getattr(iter_result, "runner_name", "?"),
+            found[0],
+            output_name,
+        )
+    return found
+
+
+def run_comparison(func, fail_fast, iter_result0, iter_result1, find_output_func, func_name=None):
+    """Polygraphy's ``run_comparison``: for each output of ``iter_result0`` (in order) and each name
+    ``find_output_func(name, index, iter_result1)`` returns that exists in ``iter_result1``,
+    ``func(out0_name, output0, out1_name, output1)``; a result that is not a bool gets
+    ``output0_name`` / ``output1_name``. Returns ``OrderedDict[out0_name, result]``; ``fail_fast``
+    stops at the first falsy result. ``func_name`` labels the log line.
+
+    Raises:
+        GateError: both sides have outputs and none was compared (Polygraphy's wording)."""
+    status = OrderedDict()
+    for index, (name0, output0) in enumerate(iter_result0.items()):
+        for name1 in find_output_func(name0, index, iter_result1) or []:
+            if name1 is None or name1 not in iter_result1:
+                log.warning(
+                    "For output: '%s', skipping corresponding output: '%s', since it was not found", name0, name1
+                )
+                continue
+            result = func(name0, output0, name1, iter_result1[name1])
+            if not isinstance(result, bool):
+                result.output0_name, result.output1_name = name0, name1
+            status[name0] = result
+            if fail_fast and not result:
+                return status
+    if not status and (len(iter_result0) or len(iter_result1)):
+        raise GateError(
+            "All outputs were skipped, no common outputs found! Note: "
+            f"{getattr(iter_result0, 'runner_name', '?')} outputs: {list(iter_result0)}, "
+            f"{getattr(iter_result1, 'runner_name', '?')} outputs: {list(iter_result1)}"
+        )
+    label = f"{func_name} | " if func_name else ""
+    failed = [name for name, result in status.items() if not result]
+    if failed:
+        log.error("FAILED | %sMismatched outputs: %s", label, failed)
+    return status
+
+
+def metric_fields_for_func(func):
+    """The metric fields ``func`` produces (via ``func.thresholds_for("")``), [] for a function with
+    no averageable metric (``IndicesCompareFunc``), None for one without the protocol (a plain
+    function) -- Polygraphy's ``metric_fields_for_func``."""
+    thresholds_for = getattr(func, "thresholds_for", None)
+    if thresholds_for is None:
+        return None
+    try:
+        return list(thresholds_for("").metric_fields())
+    except NotImplementedError:
+        return []
 
 
 class CompareFunc:

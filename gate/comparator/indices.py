@@ -175,7 +175,7 @@ class IndicesCompareFunc(BaseCompareFunc):
         }
         self.tie_atol = float(tie_atol)
 
-    def thresholds_for(self, name):
+    def thresholds_for(self, output_name):
         """Raises NotImplementedError: index comparisons have no averageable metric."""
         raise NotImplementedError("IndicesCompareFunc has no averageable metric")
 

@@ -31,6 +31,7 @@ from gate.comparator.compare import (
     CompareResult,
     Threshold,
     cast_up,
+    metric_value,
     missing_output_result,
     pair_outputs,
     value_or_from_dict,
@@ -125,11 +126,39 @@ class MetricThreshold(Threshold):
     def metric_fields(cls) -> list[str]:
         return [cls.metric]
 
-    def passed(self, result) -> bool:
-        value = getattr(result, self.metric, None)
+    label: ClassVar[str] = ""
+    unit: ClassVar[str] = ""
+
+    def passed(self, metric_values) -> bool:
+        """The verdict for ``metric_values`` (a ``field -> value`` mapping or a result)."""
+        value = metric_value(metric_values, self.metric)
         if value is None:
             return False
         return bool(value >= self.threshold if self.higher_is_better else value <= self.threshold)
+
+    def describe(self, metric_values):
+        """``(line, passed)``, e.g. ``("L2 Norm: 0.5 (tolerance: 1) | PASSED", True)`` (Polygraphy's
+        wording), or None when the metric is None."""
+        value = metric_value(metric_values, self.metric)
+        if value is None:
+            return None
+        passed = self.passed(metric_values)
+        value_str, threshold_str = _format_pair(value, self.threshold)
+        label = "min required" if self.higher_is_better else "tolerance"
+        line = (
+            f"{self.label}: {value_str}{self.unit} ({label}: {threshold_str}{self.unit}) | "
+            f"{'PASSED' if passed else 'FAILED'}"
+        )
+        return line, passed
+
+
+def _format_pair(value, threshold):
+    # Polygraphy's: 5 significant figures, more only where the two would print alike but differ.
+    for precision in range(5, 18):
+        value_str, threshold_str = f"{value:.{precision}g}", f"{threshold:.{precision}g}"
+        if value == threshold or value_str != threshold_str:
+            return value_str, threshold_str
+    return f"{value:.17g}", f"{threshold:.17g}"
 
 
 @dataclass(frozen=True)
@@ -137,6 +166,7 @@ class L2Threshold(MetricThreshold):
     """Maximum allowed L2 norm."""
 
     metric: ClassVar[str] = "l2_norm"
+    label: ClassVar[str] = "L2 Norm"
 
 
 @dataclass(frozen=True)
@@ -145,6 +175,7 @@ class CosineSimilarityThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "cosine_similarity"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "Cosine Similarity"
 
 
 @dataclass(frozen=True)
@@ -153,6 +184,8 @@ class PsnrThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "psnr"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "PSNR"
+    unit: ClassVar[str] = " dB"
 
 
 @dataclass(frozen=True)
@@ -161,6 +194,8 @@ class SnrThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "snr"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "SNR"
+    unit: ClassVar[str] = " dB"
 
 
 class MetricResult(CompareResult):
@@ -352,9 +387,9 @@ class SingleMetricCompareFunc(BaseCompareFunc):
         self.fail_fast = bool(fail_fast)
         self.find_output_func = find_output_func
 
-    def thresholds_for(self, name: str) -> MetricThreshold:
-        """The threshold for output ``name`` (a dict's ``""`` entry is the default)."""
-        value = value_or_from_dict(self.threshold, name, self.default_threshold)
+    def thresholds_for(self, output_name: str) -> MetricThreshold:
+        """The threshold for output ``output_name`` (a dict's ``""`` entry is the default)."""
+        value = value_or_from_dict(self.threshold, output_name, self.default_threshold)
         return self.result_type.threshold_type(float(value))
 
     def compare(self, a, b, threshold: MetricThreshold, runner0="runner 0", runner1="runner 1") -> MetricResult:

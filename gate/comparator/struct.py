@@ -146,14 +146,19 @@ class RunResults(_JsonMethods):
     def items(self):
         return iter(self.lst)
 
-    def append(self, item):
+    def append(self, elem):
         """Appends one ``(runner_name, [IterationResult, ...])`` pair.
 
         Raises:
-            GateError: ``item`` is not a (str, list) pair."""
-        if not (isinstance(item, tuple) and len(item) == 2):
-            raise GateError(f"Unsupported key type: {type(item)}. Note: Expected a (runner_name, list) tuple.")
-        self.lst.append(item)
+            GateError: ``elem`` is not a pair (a tuple of 2)."""
+        if not (isinstance(elem, tuple) and len(elem) == 2):
+            raise GateError(f"Unsupported value type: {type(elem)}. Note: Expected a (runner_name, list) tuple.")
+        self.lst.append(elem)
+
+    def extend(self, elems):
+        """Appends every pair of ``elems`` (see ``append``)."""
+        for elem in elems:
+            self.append(elem)
 
     def keys(self):
         return [name for name, _ in self.lst]
@@ -178,7 +183,7 @@ class RunResults(_JsonMethods):
         for name, results in self.lst:
             if name == key:
                 return results
-        raise GateError(f"Runner '{key}' does not exist in this RunResults; runners are: {self.keys()}.")
+        raise GateError(f"{key} does not exist in this RunResults instance. Note: Available runners: {self.keys()}")
 
     def __setitem__(self, key, value):
         if isinstance(key, int):
@@ -309,6 +314,57 @@ class AccuracyResult(OrderedDict):
                 names.update(dict.fromkeys(it))
         return list(names)
 
+    def describe_average(self, runner_pair=None) -> OrderedDict:
+        """``output -> (line, passed)`` for each averaged result that has a one-line description (the
+        single-metric compare functions; none for ``SimpleCompareFunc``), Polygraphy's wording."""
+        described = OrderedDict()
+        for name, result in self.average_results(runner_pair).items():
+            description = result.describe() if hasattr(result, "describe") else None
+            if description is not None:
+                described[name] = description
+        return described
+
+    def metric_fields(self) -> list[str]:
+        """The metric fields of the stored results (the first that has any); [] for bare verdicts."""
+        for iterations in self.values():
+            for it in iterations:
+                for result in it.values():
+                    if hasattr(result, "metric_fields") and result.metric_fields():
+                        return list(result.metric_fields())
+        return []
+
+    def reevaluate(self, thresholds, aggregation=None):
+        """Re-checks every stored result against ``thresholds`` (one ``Threshold``, or a per-output
+        dict with ``""`` as the default), in place; ``aggregation`` may change the mode. Returns self.
+
+        Raises:
+            GateError: an output without a threshold; a result that cannot be re-checked (a bare
+                verdict: a shape mismatch, an indices comparison) or lacks the threshold's fields."""
+        if aggregation is not None:
+            if aggregation not in ("per_sample", "average"):
+                raise GateError(f"Unknown aggregation '{aggregation}'; expected 'per_sample' or 'average'.")
+            self.aggregation = aggregation
+        for iterations in self.values():
+            for it in iterations:
+                for name, result in it.items():
+                    threshold = thresholds.get(name, thresholds.get("")) if isinstance(thresholds, dict) else thresholds
+                    if threshold is None:
+                        raise GateError(f"No threshold was provided for output: '{name}'.")
+                    have = result.metric_fields() if hasattr(result, "metric_fields") else []
+                    if getattr(result, "error", None) or not have:
+                        raise GateError(
+                            f"Output: '{name}' has no re-thresholdable metrics (e.g. it was a shape mismatch or an "
+                            "'indices' comparison), so it cannot be re-evaluated against new thresholds."
+                        )
+                    missing = [f for f in threshold.metric_fields() if f not in have]
+                    if missing:
+                        raise GateError(
+                            f"The requested comparison expects metric field(s) {missing} which are not present in "
+                            f"the saved results for output: '{name}' (it has: {have})."
+                        )
+                    result.set_thresholds(threshold)
+        return self
+
     def average_results(self, runner_pair=None) -> OrderedDict:
         """Averages every metric field of each output over the iterations that contain it, and
         returns ``output -> result`` with the verdict taken from the first sample's thresholds.
@@ -359,8 +415,38 @@ class AccuracyResults(_JsonMethods):
     def __getitem__(self, index):
         return self.lst[index]
 
-    def append(self, result):
-        self.lst.append(result)
+    def append(self, elem):
+        self.lst.append(elem)
+
+    def extend(self, elems):
+        self.lst.extend(elems)
+
+    def reevaluate(self, thresholds, aggregation=None):
+        """Re-checks the stored comparisons against new thresholds, in place: each threshold (or
+        per-output dict of thresholds) selects the comparison whose metric fields it checks; the
+        comparisons no threshold selects are dropped (Polygraphy's rule). Returns self.
+
+        Raises:
+            GateError: a threshold that matches no stored comparison; an empty per-output dict."""
+        requested = list(thresholds) if isinstance(thresholds, (list, tuple)) else [thresholds]
+        remaining, checked = list(self.lst), []
+        for threshold in requested:
+            sample = threshold
+            if isinstance(threshold, dict):
+                if not threshold:
+                    raise GateError("A per-output threshold dictionary cannot be empty.")
+                sample = next(iter(threshold.values()))
+            fields = list(sample.metric_fields())
+            match = next((r for r in remaining if r.metric_fields() == fields), None)
+            if match is None:
+                raise GateError(
+                    f"No saved comparison results match the requested threshold (metric fields: {fields}). "
+                    f"Note: the saved results contain these metric fields: {[r.metric_fields() for r in self.lst]}."
+                )
+            remaining.remove(match)
+            checked.append(match.reevaluate(threshold, aggregation=aggregation))
+        self.lst = checked
+        return self
 
     def output_names(self) -> list[str]:
         names = {}
