@@ -4,9 +4,11 @@
   Polygraphy 0.53.6 (to be removed in 0.60.0) and still there; each call issues Polygraphy's
   ``DeprecationWarning`` and returns the class it names.
 - ``PerceptualMetricsCompareFunc`` (LPIPS, ``PerceptualMetricsResult``, ``LpipsThreshold``): as in
-  Polygraphy, the LPIPS model (torch + ``lpips``) is loaded lazily at the first comparison; where it
-  cannot be (not installed here, or the outputs are not images of rank >= 3), the metric is None and
-  the output passes with a warning that its accuracy was NOT verified (Polygraphy's behaviour).
+  Polygraphy, the LPIPS model (torch + ``lpips``) is loaded lazily at the first comparison. Without
+  torch or lpips that is an error, as it is in Polygraphy 0.53.6 (its lazy import raises before its
+  "LPIPS check will be skipped" fallback); where the model cannot be built or the outputs are not
+  images of rank >= 3, the metric is None and the output passes with a warning that its accuracy was
+  NOT verified (Polygraphy's behaviour).
 """
 
 from __future__ import annotations
@@ -85,9 +87,10 @@ class PerceptualMetricsCompareFunc(SingleMetricCompareFunc):
             default). Default 0.1.
         check_shapes, fail_fast, find_output_func: as for ``L2CompareFunc``.
 
-    LPIPS needs ``torch`` and ``lpips`` (imported at the first comparison, AlexNet weights); outputs
-    need rank >= 3 (``(C, H, W)`` or ``(N, C, H, W)``, values scaled to [-1, 1] by their range).
-    Without them the metric is None and the output passes, with a warning.
+    LPIPS needs ``torch`` and ``lpips`` (imported at the first comparison, AlexNet weights; without
+    them: GateError, as Polygraphy raises); outputs need rank >= 3 (``(C, H, W)`` or ``(N, C, H, W)``,
+    values scaled to [-1, 1] by their range), else the metric is None and the output passes, with a
+    warning.
     """
 
     result_type = PerceptualMetricsResult
@@ -110,14 +113,13 @@ class PerceptualMetricsCompareFunc(SingleMetricCompareFunc):
             return
         self._lpips_initialized = True
         try:
-            import lpips
             import torch
         except ImportError:
-            log.warning(
-                "LPIPS comparison requested but torch or lpips module not found. "
-                "Install with: pip install torch lpips. LPIPS check will be skipped."
-            )
-            return
+            raise GateError("Module: 'torch' is required but could not be imported.") from None
+        try:
+            import lpips
+        except ImportError:
+            raise GateError("Module: 'lpips' is required but could not be imported.") from None
         try:
             self._lpips_model = lpips.LPIPS(net="alex", version="0.1").to(torch.device("cpu"))
             self._torch = torch
