@@ -315,3 +315,57 @@ class TestLazyArrayAndHelpers:
         assert our_util.compute_argmax(x) == pg_util.compute_argmax(x)
         assert our_util.compute_quantile(x, 0.25) == pg_util.compute_quantile(x, 0.25)
         assert our_util.compute_mean(x) == pytest.approx(float(pg_util.compute_mean(x)), rel=1e-6)  # D3
+
+
+def _two_runner_run(module):
+    a, b = both(module, a={"y": np.array([1.0, np.nan], F32)}, b={"y": np.array([1.0, 2.0], F32)})
+    return module.RunResults([("a", [a]), ("b", [b])])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: m.Comparator.run([], warm_up=1, streaming=True), "streaming=True does not support warm_up"),
+        (
+            lambda m: m.Comparator.compare_accuracy(_two_runner_run(m), check_average=True, fail_fast=True),
+            "check_average and fail_fast cannot be used together",
+        ),
+        (
+            lambda m: m.Comparator.compare_accuracy(_two_runner_run(m), check_average=True),
+            "check_average is not supported with check_error_stat='elemwise'",
+        ),
+        (
+            lambda m: m.Comparator.compare_accuracy(
+                _two_runner_run(m), check_average=True, compare_func=m.IndicesCompareFunc()
+            ),
+            "does not produce averageable metrics and cannot be used with check_average=True",
+        ),
+        (
+            lambda m: m.Comparator.compare_accuracy(
+                _two_runner_run(m), check_average=True, compare_func=lambda r0, r1: {}
+            ),
+            "does not support average comparison",
+        ),
+        (lambda m: list(m.Comparator.validate(iter([_two_runner_run(m)]))), "Output validation failed: iteration 0"),
+        (
+            lambda m: m.Comparator.compare_accuracy(
+                iter([_two_runner_run(m), m.RunResults([("a", _two_runner_run(m)["a"])] * 2)])
+            ),
+            "Streamed iteration 1 contains a different set of runners than the first",
+        ),
+    ],
+    ids=[
+        "streaming-warm-up",
+        "average-fail-fast",
+        "average-elemwise",
+        "average-indices",
+        "average-plain",
+        "validate",
+        "runners-change",
+    ],
+)
+def test_comparator_errors_worded_as_polygraphy(call, message):
+    with pytest.raises(PolygraphyException, match=message):
+        call(pg)
+    with pytest.raises(GateError, match=message):
+        call(ours)

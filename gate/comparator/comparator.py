@@ -12,12 +12,12 @@ import copy
 import itertools
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from gate.comparator.compare import SimpleCompareFunc
-from gate.comparator.data_loader import DataLoader, coerce_feed_dict
+from gate.comparator.data_loader import DataLoader, check_feed_dict, coerce_feed_dict
 from gate.comparator.serde import save_run_results
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 from gate.comparator.subprocess_run import run_in_subprocess
@@ -28,14 +28,10 @@ log = logging.getLogger("gate.comparator")
 
 
 def _check_feed_dict(feed_dict, index):
-    if isinstance(feed_dict, RunResults) or not isinstance(feed_dict, Mapping):
-        raise GateError(
-            f"Input iteration {index} is a {type(feed_dict).__name__}, expected a feed_dict "
-            "(a mapping of input name to array)."
-        )
-    for name in feed_dict:
-        if not isinstance(name, str):
-            raise GateError(f"Input iteration {index} has a non-string input name {name!r}.")
+    try:
+        check_feed_dict(feed_dict)
+    except GateError as err:
+        raise GateError(f"Input iteration {index}: {err}") from None
 
 
 def _set_loader_metadata(data_loader, runner):
@@ -157,11 +153,14 @@ class Comparator:
         _check_save_paths(save_inputs_path, save_outputs_path, save_input_blob_path)
         if streaming:
             if warm_up:
-                raise GateError("warm_up is not supported with streaming=True; use streaming=False for warm-up runs.")
+                raise GateError(
+                    "streaming=True does not support warm_up or use_subprocess. Set streaming=False to use them "
+                    "(warm_up is not supported with streaming=True)."
+                )
             if use_subprocess:
                 raise GateError(
-                    "use_subprocess is not supported with streaming=True, which runs all runners at once; "
-                    "use streaming=False to run each runner in its own subprocess."
+                    "streaming=True does not support warm_up or use_subprocess. Set streaming=False to use them "
+                    "(use_subprocess is not supported with streaming=True, which runs all runners at once)."
                 )
             return Comparator._run_streaming(
                 list(runners), data_loader, save_inputs_path, save_outputs_path, save_input_blob_path
@@ -335,8 +334,8 @@ class Comparator:
                     for name, _, out in invalid_outputs(run):
                         kind = "NaN or Inf" if check_inf else "NaN"
                         raise GateError(
-                            f"Output validation failed: iteration {index}, runner '{name}', "
-                            f"output '{out}' contains {kind}."
+                            f"Output validation failed: iteration {index} contains invalid values (NaNs/Infs): "
+                            f"runner '{name}', output '{out}' contains {kind}."
                         )
                     yield run
             finally:
@@ -388,8 +387,9 @@ class Comparator:
                     )
                 elif [name for name, _ in merged] != names:
                     raise GateError(
-                        f"Iteration {count} has a different set of runners ({[n for n, _ in merged]}) "
-                        f"than the first iteration ({names})."
+                        f"Streamed iteration {count} contains a different set of runners than the first "
+                        f"({[n for n, _ in merged]} vs. {names}). Every iteration must contain the same runners "
+                        "in the same order."
                     )
                 failed = False
                 for i, j in pairs:
@@ -421,13 +421,23 @@ def _check_averageable(funcs, fail_fast):
     for func in funcs:
         name = getattr(func, "__name__", type(func).__name__)
         if not hasattr(func, "thresholds_for"):
-            raise GateError(f"Compare function {name} does not support average comparison (check_average).")
+            raise GateError(
+                f"The provided compare_func ({name}) does not support average comparison. Use a compare_func "
+                "that produces averageable metrics (sets _RESULT_CLASS and implements thresholds_for) with "
+                "check_average=True."
+            )
         try:
             threshold = func.thresholds_for("")
         except NotImplementedError as err:
-            raise GateError(f"Compare function {name} does not produce averageable metrics (check_average).") from err
+            raise GateError(
+                f"The selected compare_func ({name}) does not produce averageable metrics and cannot be used with "
+                "check_average=True."
+            ) from err
         if getattr(threshold, "check_error_stat", None) == "elemwise":
-            raise GateError("check_average needs check_error_stat max, mean, median or quantile, not elemwise.")
+            raise GateError(
+                "check_average is not supported with check_error_stat='elemwise': it is a per-element check with no "
+                "scalar statistic to average. Specify max, mean, median, or quantile."
+            )
 
 
 def _to_streams(run_results) -> list[Iterable]:
