@@ -275,3 +275,22 @@ def test_polygraphy_tests_harness_on_a_small_tests_folder(tmp_path):
     rewritten = (tmp_path / "runs" / "gate" / "tests" / "comparator" / "test_x.py").read_text()
     assert "from gate.comparator import RunResults" in rewritten
     assert "from gate.errors import GateError as PolygraphyException" in rewritten
+
+
+def test_runner_metadata_may_hold_polygraphy_datatypes():
+    """A custom runner may describe its inputs with Polygraphy DataTypes (Polygraphy allows it): the
+    metadata handed out holds numpy dtypes and the input check compares them as such."""
+    from gate.backend.base import BaseRunner
+
+    class Runner(BaseRunner):
+        def get_input_metadata_impl(self):
+            return {"x": (DataType.FLOAT32, [2])}
+
+        def infer_impl(self, feed_dict):
+            return OrderedDict(y=feed_dict["x"] * 2)
+
+    with Runner(name="custom") as runner:
+        assert runner.get_input_metadata()["x"].dtype == np.float32
+        np.testing.assert_array_equal(runner.infer({"x": np.ones(2, F32)})["y"], [2, 2])
+        with pytest.raises(GateError, match="Received unexpected dtype: float64"):
+            runner.infer({"x": np.ones(2)})

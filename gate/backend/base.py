@@ -177,7 +177,7 @@ class BaseRunner:
         Raises:
             GateError: the runner is not active."""
         self._require_active("get_input_metadata")
-        return self.get_input_metadata_impl()
+        return _numpy_metadata(self.get_input_metadata_impl())
 
     def infer(self, feed_dict, check_inputs=True, *args, **kwargs):
         """Runs inference on ``feed_dict`` (``name -> numpy.ndarray``).
@@ -189,7 +189,7 @@ class BaseRunner:
         """
         self._require_active("infer")
         if check_inputs:
-            check_inputs_against(feed_dict, self.get_input_metadata_impl(), self.name)
+            check_inputs_against(feed_dict, _numpy_metadata(self.get_input_metadata_impl()), self.name)
         return self.infer_impl(feed_dict, *args, **kwargs)
 
     def last_inference_time(self):
@@ -207,6 +207,22 @@ class BaseRunner:
 
     def infer_impl(self, feed_dict):
         raise NotImplementedError
+
+
+def _numpy_metadata(meta):
+    """``meta`` with every dtype a numpy dtype where one corresponds (a runner's ``get_input_metadata_impl``
+    may give Polygraphy ``DataType`` s, as Polygraphy allows); ``meta`` itself when nothing changes."""
+    converted = TensorMetadata()
+    changed = False
+    for name, entry in meta.items():
+        dtype, shape = entry
+        try:
+            numpy_dtype = to_numpy_dtype(dtype)
+        except GateError:
+            numpy_dtype = dtype
+        changed = changed or numpy_dtype is not dtype
+        converted[name] = MetadataTuple(numpy_dtype, shape, getattr(entry, "docstring", None))
+    return converted if changed else meta
 
 
 def check_inputs_against(feed_dict, input_metadata, runner_name=None):
