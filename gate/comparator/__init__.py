@@ -3,6 +3,8 @@ result data model (the public names of Polygraphy 0.53.6's ``polygraphy.comparat
 from ``gate.backend``; this package never reaches back to reporters.
 """
 
+# Registers the accuracy result types with ``serde`` (Polygraphy's JSON for AccuracyResults).
+from gate.comparator import serde_results  # noqa: F401
 from gate.comparator.comparator import Comparator
 from gate.comparator.compare import (
     BaseCompareFunc,
