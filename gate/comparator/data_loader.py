@@ -1,10 +1,13 @@
-"""Synthetic inputs (``DataLoader``) and input coercion (``coerce_feed_dict``).
+"""Synthetic inputs (``DataLoader``), and the names of Polygraphy 0.53.6's ``comparator/data_loader.py``.
 
 ``DataLoader`` reproduces Polygraphy 0.53.6's synthetic data loader (``polygraphy/comparator/
 data_loader.py``, numpy backend; ``shared/spec/polygraphy-0.53.6.md`` section 5) value for value:
-the same seed gives the same arrays. ``coerce_feed_dict`` follows spec section 1.4 but is strict
-where Polygraphy guesses: names match exactly (the spirit of deviation D5), a dtype is cast only when
-the cast loses nothing, and a shape is never transposed or reshaped to fit.
+the same seed gives the same arrays (drawn by ``sampler.ArraySampler``). The module's other names
+live beside it and are importable from here: ``coerce_feed_dict`` / ``coerce_buffer``
+(``coerce.py``: spec section 1.4, strict where Polygraphy guesses: names match exactly, the spirit of
+deviation D5, a dtype is cast only when the cast loses nothing, and a shape is never transposed or
+reshaped to fit), ``StreamingDataLoader``, ``DataLoaderCache`` and ``check_feed_dict``
+(``loaders.py``).
 
 Where we differ from Polygraphy on purpose (each is an error, or a value Polygraphy cannot produce):
 
