@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from gate.backend.base import BaseRunner, TensorMetadata
+from gate.backend.base import BaseLoader, BaseRunner, TensorMetadata
 from gate.errors import GateError
 
 _ORT_TYPES = {
@@ -30,61 +31,110 @@ _ORT_TYPES = {
 GRAPH_OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 
 
-class SessionFromOnnx:
-    """A callable that creates an ``onnxruntime.InferenceSession`` from a model file when called
-    (at runner activation).
+def match_providers(requested, available) -> list:
+    """Each requested execution provider (a name, or a ``(name, options)`` tuple) matched to an
+    available one as Polygraphy does: the exact name, else the first available name that contains it
+    or is contained in it, case-insensitively (``"cpu"`` -> ``CPUExecutionProvider``).
+
+    Raises:
+        GateError: a provider matches none (Polygraphy's wording, listing the available ones)."""
+    matched = []
+    for prov in requested:
+        name = prov[0] if isinstance(prov, tuple) else prov
+        found = (
+            name
+            if name in available
+            else next((a for a in available if name.lower() in a.lower() or a.lower() in name.lower()), None)
+        )
+        if found is None:
+            raise GateError(
+                "Could not find specified ONNX-Runtime execution provider. "
+                f"Note: Requested provider was: {prov}, but available providers are: {available}"
+            )
+        matched.append((found, prov[1]) if isinstance(prov, tuple) else found)
+    return matched
+
+
+class SessionFromOnnx(BaseLoader):
+    """A loader that creates an ``onnxruntime.InferenceSession`` when called (at runner activation);
+    Polygraphy's ``SessionFromOnnx``.
 
     Args:
-        path: the ``.onnx`` file.
-        execution_providers: e.g. ``["CPUExecutionProvider"]`` (the default).
-        graph_optimization_level: ``disable``, ``basic``, ``extended`` or ``all`` (default ``all``,
-            onnxruntime's default).
+        model_bytes: the model as a path (str or ``os.PathLike``), serialized bytes, or a callable
+            returning either (e.g. Polygraphy's ``BytesFromPath``), called when the session is made.
+        providers: execution providers in priority order, each a name or ``(name, options)``; a name
+            may be a case-insensitive part of an available one (``"cpu"``). Default
+            ``["CPUExecutionProvider"]``. ``execution_providers`` is the same argument by our name.
+        graph_optimization_level: ``disable``, ``basic``, ``extended`` or ``all`` (default, onnxruntime's
+            default), or an ``onnxruntime.GraphOptimizationLevel``.
         intra_op_num_threads: 0 lets onnxruntime choose.
 
     Raises:
-        GateError: the file is missing or not a model onnxruntime can load; an unknown execution
-            provider.
+        GateError: (when called) the file is missing or not a model onnxruntime can load; an
+            execution provider that matches none available.
     """
 
-    def __init__(self, path, execution_providers=None, graph_optimization_level="all", intra_op_num_threads=0):
-        self.path = Path(path)
-        self.execution_providers = list(execution_providers or ["CPUExecutionProvider"])
-        if graph_optimization_level not in GRAPH_OPTIMIZATION_LEVELS:
-            raise GateError(
-                f"graph_optimization_level '{graph_optimization_level}' is not one of "
-                f"{', '.join(GRAPH_OPTIMIZATION_LEVELS)}."
-            )
-        self.graph_optimization_level = graph_optimization_level
+    def __init__(
+        self,
+        model_bytes,
+        providers=None,
+        graph_optimization_level=None,
+        intra_op_num_threads=0,
+        *,
+        execution_providers=None,
+    ):
+        self._model_bytes_or_path = model_bytes
+        self.path = Path(model_bytes) if isinstance(model_bytes, (str, os.PathLike)) else None
+        chosen = providers if providers is not None else execution_providers
+        self.execution_providers = list(chosen or ["CPUExecutionProvider"])
+        self.providers = self.execution_providers
+        level = "all" if graph_optimization_level is None else graph_optimization_level
+        if isinstance(level, str) and level not in GRAPH_OPTIMIZATION_LEVELS:
+            raise GateError(f"graph_optimization_level '{level}' is not one of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}.")
+        self.graph_optimization_level = level
         self.intra_op_num_threads = intra_op_num_threads
 
-    def __call__(self):
+    def _model(self):
+        model = self._model_bytes_or_path() if callable(self._model_bytes_or_path) else self._model_bytes_or_path
+        if isinstance(model, (str, os.PathLike)):
+            path = Path(model)
+            if not path.is_file():
+                raise GateError(f"{path}: model file not found.")
+            return str(path), str(path)
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            return bytes(model), "<model bytes>"
+        raise GateError(f"SessionFromOnnx: expected a model path or bytes, got a {type(model).__name__}.")
+
+    def call_impl(self):
         import onnxruntime as ort
 
         # Errors reach the user as one GateError line; onnxruntime's own multi-line, coloured error
         # logs would repeat them.
         ort.set_default_logger_severity(4)
-        available = ort.get_available_providers()
-        unknown = [p for p in self.execution_providers if p not in available]
-        if unknown:
-            raise GateError(
-                f"Execution provider(s) {unknown} are not available in this onnxruntime build; available: {available}."
-            )
-        if not self.path.is_file():
-            raise GateError(f"{self.path}: model file not found.")
+        providers = match_providers(self.execution_providers, ort.get_available_providers())
+        model, where = self._model()
         options = ort.SessionOptions()
-        options.graph_optimization_level = {
-            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-        }[self.graph_optimization_level]
+        level = self.graph_optimization_level
+        if isinstance(level, str):
+            level = {
+                "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+            }[level]
+        options.graph_optimization_level = level
         options.intra_op_num_threads = self.intra_op_num_threads
         options.log_severity_level = 4  # errors reach the user as one GateError line instead
         try:
-            return ort.InferenceSession(str(self.path), sess_options=options, providers=self.execution_providers)
+            return ort.InferenceSession(model, sess_options=options, providers=providers)
         except Exception as err:  # onnxruntime raises its own Fail / InvalidProtobuf / NoSuchFile types
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise GateError(f"{self.path}: onnxruntime cannot load the model ({message}).") from err
+            raise GateError(f"{where}: onnxruntime cannot load the model ({message}).") from err
+
+
+def session_from_onnx(model_bytes, providers=None, graph_optimization_level=None):
+    """Polygraphy's functional form: ``SessionFromOnnx(model_bytes, providers, ...)()``."""
+    return SessionFromOnnx(model_bytes, providers, graph_optimization_level)()
 
 
 class OnnxrtRunner(BaseRunner):

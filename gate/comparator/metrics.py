@@ -26,7 +26,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from gate.comparator.compare import cast_up, missing_output_result, pair_outputs, value_or_from_dict
+from gate.comparator.compare import (
+    BaseCompareFunc,
+    CompareResult,
+    Threshold,
+    cast_up,
+    metric_value,
+    missing_output_result,
+    pair_outputs,
+    value_or_from_dict,
+)
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
 
@@ -105,7 +114,7 @@ def snr(a, b) -> float:
 
 
 @dataclass(frozen=True)
-class MetricThreshold:
+class MetricThreshold(Threshold):
     """The criterion for one metric: ``value <= threshold`` (L2) or ``value >= threshold`` (the
     others), inclusive. A None or NaN metric fails (Polygraphy's ``_MetricThreshold``)."""
 
@@ -113,11 +122,43 @@ class MetricThreshold:
     metric: ClassVar[str] = ""
     higher_is_better: ClassVar[bool] = False
 
-    def passed(self, result) -> bool:
-        value = getattr(result, self.metric, None)
+    @classmethod
+    def metric_fields(cls) -> list[str]:
+        return [cls.metric]
+
+    label: ClassVar[str] = ""
+    unit: ClassVar[str] = ""
+
+    def passed(self, metric_values) -> bool:
+        """The verdict for ``metric_values`` (a ``field -> value`` mapping or a result)."""
+        value = metric_value(metric_values, self.metric)
         if value is None:
             return False
         return bool(value >= self.threshold if self.higher_is_better else value <= self.threshold)
+
+    def describe(self, metric_values):
+        """``(line, passed)``, e.g. ``("L2 Norm: 0.5 (tolerance: 1) | PASSED", True)`` (Polygraphy's
+        wording), or None when the metric is None."""
+        value = metric_value(metric_values, self.metric)
+        if value is None:
+            return None
+        passed = self.passed(metric_values)
+        value_str, threshold_str = _format_pair(value, self.threshold)
+        label = "min required" if self.higher_is_better else "tolerance"
+        line = (
+            f"{self.label}: {value_str}{self.unit} ({label}: {threshold_str}{self.unit}) | "
+            f"{'PASSED' if passed else 'FAILED'}"
+        )
+        return line, passed
+
+
+def _format_pair(value, threshold):
+    # Polygraphy's: 5 significant figures, more only where the two would print alike but differ.
+    for precision in range(5, 18):
+        value_str, threshold_str = f"{value:.{precision}g}", f"{threshold:.{precision}g}"
+        if value == threshold or value_str != threshold_str:
+            return value_str, threshold_str
+    return f"{value:.17g}", f"{threshold:.17g}"
 
 
 @dataclass(frozen=True)
@@ -125,6 +166,7 @@ class L2Threshold(MetricThreshold):
     """Maximum allowed L2 norm."""
 
     metric: ClassVar[str] = "l2_norm"
+    label: ClassVar[str] = "L2 Norm"
 
 
 @dataclass(frozen=True)
@@ -133,6 +175,7 @@ class CosineSimilarityThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "cosine_similarity"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "Cosine Similarity"
 
 
 @dataclass(frozen=True)
@@ -141,6 +184,8 @@ class PsnrThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "psnr"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "PSNR"
+    unit: ClassVar[str] = " dB"
 
 
 @dataclass(frozen=True)
@@ -149,9 +194,11 @@ class SnrThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "snr"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "SNR"
+    unit: ClassVar[str] = " dB"
 
 
-class MetricResult:
+class MetricResult(CompareResult):
     """The comparison of one output by one metric. The metric is a Python float, or None when the
     outputs are empty (deviation D4: the result passes) or could not be compared (``error`` is set,
     e.g. a shape mismatch: the result fails). Extra fields: ``num_elements``, ``dtypes`` and
@@ -179,6 +226,10 @@ class MetricResult:
         self.shapes = shapes
         self.output0_name = output0_name
         self.output1_name = output1_name
+
+    @classmethod
+    def metric_fields(cls) -> list[str]:
+        return [cls.threshold_type.metric]
 
     @property
     def value(self):
@@ -301,7 +352,7 @@ def _check_number(label, value):
             raise GateError(f"{label} must be a number, got {v!r}.")
 
 
-class SingleMetricCompareFunc:
+class SingleMetricCompareFunc(BaseCompareFunc):
     """The base of the compare functions that judge each output pair by one scalar metric
     (``metric(a, b) -> float``) against a per-output threshold. Subclasses set the metric, the result
     type and the default threshold.
@@ -336,9 +387,9 @@ class SingleMetricCompareFunc:
         self.fail_fast = bool(fail_fast)
         self.find_output_func = find_output_func
 
-    def thresholds_for(self, name: str) -> MetricThreshold:
-        """The threshold for output ``name`` (a dict's ``""`` entry is the default)."""
-        value = value_or_from_dict(self.threshold, name, self.default_threshold)
+    def thresholds_for(self, output_name: str) -> MetricThreshold:
+        """The threshold for output ``output_name`` (a dict's ``""`` entry is the default)."""
+        value = value_or_from_dict(self.threshold, output_name, self.default_threshold)
         return self.result_type.threshold_type(float(value))
 
     def compare(self, a, b, threshold: MetricThreshold, runner0="runner 0", runner1="runner 1") -> MetricResult:
