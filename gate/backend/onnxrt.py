@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gate.backend.base import BaseRunner, TensorMetadata
+from gate.backend.ort_install import import_onnxruntime
 from gate.errors import GateError
 
 _ORT_TYPES = {
@@ -58,7 +59,7 @@ class SessionFromOnnx:
         self.intra_op_num_threads = intra_op_num_threads
 
     def __call__(self):
-        import onnxruntime as ort
+        ort = import_onnxruntime()  # exactly one ONNX Runtime build, else one GateError line
 
         # Errors reach the user as one GateError line; onnxruntime's own multi-line, coloured error
         # logs would repeat them.
