@@ -23,6 +23,7 @@ import yaml
 from gate.action import DEFAULTS, INPUTS, OUTPUTS
 
 import dockerfile
+from fake_docker import gpu_step, is_gate_run, is_probe, load_gpu_action, mounts, run_gpu_step
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION_YML = ROOT / "action.yml"
@@ -257,16 +258,6 @@ GPU_GENERATOR = ROOT / "gpu" / "generate.py"
 GPU_EXTRA_INPUTS = ("image", "gpus", "docker_args")
 
 
-def load_gpu_action() -> dict:
-    return yaml.safe_load(GPU_ACTION_YML.read_text(encoding="utf-8"))
-
-
-def gpu_step() -> dict:
-    steps = load_gpu_action()["runs"]["steps"]
-    assert len(steps) == 1, "gpu/action.yml runs one step"
-    return steps[0]
-
-
 def test_gpu_action_is_generated_from_action_yml():
     proc = run([sys.executable, str(GPU_GENERATOR), "--check"])
     assert proc.returncode == 0, (
@@ -354,69 +345,6 @@ def test_gpu_step_forwards_every_input_through_env_and_only_by_name():
     assert not any(f"INPUT_{name.upper()}" in env for name in GPU_EXTRA_INPUTS)
 
 
-# The fake `docker` records each call (argv and the value of every `-e NAME` it was given) as one JSON
-# line; `docker build --iidfile F` writes an image ID to F; `docker run` exits with $FAKE_DOCKER_EXIT.
-FAKE_DOCKER = """#!{python}
-import json, os, sys
-args = sys.argv[1:]
-env = {{}}
-for flag, value in zip(args, args[1:]):
-    if flag == "-e" and "=" not in value:
-        env[value] = os.environ.get(value)
-with open(os.environ["FAKE_DOCKER_LOG"], "a", encoding="utf-8") as log:
-    log.write(json.dumps({{"args": args, "env": env}}) + "\\n")
-if args[0] == "build":
-    with open(args[args.index("--iidfile") + 1], "w", encoding="utf-8") as f:
-        f.write("sha256:0123abcd")
-    sys.exit(0)
-sys.exit(int(os.environ.get("FAKE_DOCKER_EXIT", "0")))
-"""
-
-
-def run_gpu_step(tmp_path, with_values: dict, *, workspace=None, docker_exit=0):
-    """Run the composite step's script as the runner does (``bash --noprofile --norc -eo pipefail``),
-    its env evaluated from ``with_values`` and the inputs' defaults, with a fake ``docker`` on PATH."""
-    spec, step = load_gpu_action()["inputs"], gpu_step()
-    values = {name: str(s.get("default", "")) for name, s in spec.items()}
-    values["github_token"] = "ghs_fake token"
-    values.update(with_values)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_", "RUNNER_", "GATE_"))}
-    for var, expr in step["env"].items():
-        match = re.fullmatch(r"\$\{\{ inputs\.(\w+) \}\}", expr)
-        assert match, f"env {var}: {expr!r} is not an input"
-        env[var] = values[match[1]]
-    bin_dir, temp = tmp_path / "bin", tmp_path / "runner_temp"
-    bin_dir.mkdir()
-    (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable), encoding="utf-8")
-    (bin_dir / "docker").chmod(0o755)
-    commands, elsewhere = temp / "_runner_file_commands", tmp_path / "elsewhere" / "_github_workflow"
-    for folder in (commands, elsewhere, tmp_path / "workspace"):
-        folder.mkdir(parents=True)
-    env.update(
-        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
-        FAKE_DOCKER_EXIT=str(docker_exit),
-        GITHUB_WORKSPACE=workspace or str(tmp_path / "workspace"),
-        GITHUB_ACTION_PATH=str(GPU_ACTION_YML.parent),
-        RUNNER_TEMP=str(temp),
-        GITHUB_OUTPUT=str(commands / "set_output_1"),
-        GITHUB_STEP_SUMMARY=str(commands / "step_summary_1"),
-        GITHUB_EVENT_PATH=str(elsewhere / "event.json"),  # outside RUNNER_TEMP: must be mounted too
-        GITHUB_REPOSITORY="octo/repo",
-        GITHUB_EVENT_NAME="pull_request",
-    )
-    script = tmp_path / "step.sh"
-    script.write_text(step["run"], encoding="utf-8")
-    proc = run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, cwd=tmp_path)
-    log = tmp_path / "docker.log"
-    calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
-    return proc, calls, env
-
-
-def mounts(args: list[str]) -> list[str]:
-    return [value for flag, value in zip(args, args[1:]) if flag == "-v"]
-
-
 def test_gpu_step_builds_the_image_and_runs_it_with_gpus_mounts_and_every_input(tmp_path):
     tricky = 'a b "c" $(touch pwned) `id` ; x'
     proc, calls, env = run_gpu_step(
@@ -424,8 +352,9 @@ def test_gpu_step_builds_the_image_and_runs_it_with_gpus_mounts_and_every_input(
     )
     assert proc.returncode == 0, describe(proc)
     assert not (tmp_path / "pwned").exists()
-    build, docker_run = calls
-    assert build["args"][0] == "build" and build["args"][-1] == f"{GPU_ACTION_YML.parent}/.."
+    build, [probe], [docker_run] = calls[0], [c for c in calls if is_probe(c)], [c for c in calls if is_gate_run(c)]
+    assert build["args"][:3] == ["build", "--target", "gpu"] and build["args"][-1] == f"{GPU_ACTION_YML.parent}/.."
+    assert probe["args"][-6] == "sha256:0123abcd" and calls.index(probe) < calls.index(docker_run)
     args = docker_run["args"]
     assert args[0] == "run" and args[-1] == "sha256:0123abcd", "runs the image it built, by ID"
     assert args[-3:-1] == ["--shm-size=1g", "--ipc=host"], "docker_args, split, just before the image"
@@ -454,7 +383,7 @@ def test_gpu_step_runs_a_given_image_without_gpus_and_passes_the_exit_code(tmp_p
         tmp_path, {"image": "docker://ghcr.io/o/accuracy-gate@sha256:beef", "gpus": ""}, docker_exit=1
     )
     assert proc.returncode == 1, describe(proc)
-    [docker_run] = calls
+    [docker_run] = [c for c in calls if is_gate_run(c)]
     assert docker_run["args"][-1] == "ghcr.io/o/accuracy-gate@sha256:beef"
     assert "--gpus" not in docker_run["args"]
 
