@@ -1,4 +1,5 @@
-"""A reader of this repository's Dockerfile and .dockerignore, for the packaging and replay tests.
+"""A reader of this repository's Dockerfile and .dockerignore (and an importer of its build scripts,
+lock/update.py and gpu/generate.py), for the packaging, lock and replay tests.
 
 It knows what the Dockerfile uses: comment lines, ``\\`` continuations (the default escape character,
 no heredocs), stages (``FROM image [AS name]``), exec-form (JSON) and shell-form arguments, ``ENV``
@@ -8,15 +9,28 @@ with ``key=value`` pairs and ``$VAR`` / ``${VAR}`` references, ``COPY`` without 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
+
+
+def load_script(relative: str):
+    """The repository's script at ``relative`` (e.g. ``lock/update.py``) imported as a module."""
+    name = "repo_" + re.sub(r"\W", "_", relative.removesuffix(".py"))
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / relative)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is made
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 @dataclass

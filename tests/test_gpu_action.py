@@ -4,15 +4,14 @@ cancellation), the workspace probe, and the GPU image's own entrypoint."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import signal
-import sys
 
 import pytest
 import yaml
 
+import dockerfile
 from fake_docker import ROOT, cancel_gpu_step, is_gate_run, is_probe, option, run_gpu_step
 
 DIGEST = "sha256:" + "ab" * 32
@@ -80,16 +79,8 @@ def test_cancelling_the_step_removes_the_running_container(tmp_path, signum, cod
     assert f"::warning title=accuracy-gate/gpu::cancelled: removing container {name}" in stdout
 
 
-def load_generator():
-    spec = importlib.util.spec_from_file_location("gpu_generate", ROOT / "gpu" / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_generator_pins_the_image_input_to_a_digest_for_a_release():
-    generate = load_generator()
+    generate = dockerfile.load_script("gpu/generate.py")
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     image = f"docker://ghcr.io/octo/accuracy-gate-gpu@{DIGEST}"
     pinned = yaml.safe_load(generate.render(action, image=image))

@@ -21,13 +21,11 @@ for that stage's platform and Python. Needs root, debootstrap (``apt-get install
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,14 +307,6 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def load_update():
-    spec = importlib.util.spec_from_file_location("lock_update", ROOT / "lock" / "update.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def resolve_gpu(image: Image, update, requirements: list[str], constraints: str | None = None) -> list[dict]:
     """pip's dry-run report in the image (its pip, >= 25) for the gpu stage's Python and platform."""
     argv = ["python", "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--report", "-"]
@@ -352,7 +342,7 @@ def test_gpu_stage_python_resolution(image, capsys):
     """The gpu stage's packages for its Python 3.12 / manylinux x86_64: the lock is pip's resolution
     of [gpu] under the lock's own versions (same files), and a fresh resolution of [gpu], what
     `pip install accuracy-gate[gpu]` gives a pip user today, keeps the CUDA 12 invariants."""
-    update = load_update()
+    update = dockerfile.load_script("lock/update.py")
     pins = {update.requirement_name(p): p for p in update.GPU_PINS}
     trt_version = pins[update.TRT_META].split("==")[1]
 

@@ -8,9 +8,7 @@ pip's own resolution is checked against PyPI by tests/test_image_replay.py.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 
 import pytest
 from packaging.requirements import Requirement
@@ -23,15 +21,7 @@ ORT_BUILDS = {"onnxruntime", "onnxruntime-gpu"}
 LINE = re.compile(r"(?P<name>[a-z0-9-]+)==(?P<version>[^\s]+) --hash=sha256:(?P<sha256>[0-9a-f]{64})")
 
 
-def load_update():
-    spec = importlib.util.spec_from_file_location("lock_update", ROOT / "lock" / "update.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-update = load_update()
+update = dockerfile.load_script("lock/update.py")
 
 
 def lock(name: str) -> dict[str, str]:
