@@ -9,8 +9,9 @@ makes the root filesystem of the Dockerfile's default stage the way ``docker bui
    package lists or cached .deb files);
 2. each ``ENV``, ``COPY`` (from the repository, after .dockerignore) and ``RUN`` (``/bin/sh -c`` in
    a chroot with the stage's environment so far) in order. Like a build, each RUN sees the host's
-   DNS configuration and proxy variables; where the host verifies TLS with its own CA bundle
-   (``PIP_CERT``, as here), that bundle is lent to pip for the build and removed afterwards.
+   DNS configuration and proxy variables, and the CA bundle the host's pip trusts (``PIP_CERT`` or
+   pip.conf's ``cert``: here TLS goes through an intercepting proxy) is lent to pip for the build
+   and removed afterwards.
 
 Then the tests run the image's ENTRYPOINT in the chroot as GitHub's runner would (workspace at
 /github/workspace, every input as INPUT_<NAME>) on the shipped example, check what it wrote, and
@@ -21,6 +22,7 @@ for that stage's platform and Python. Needs root, debootstrap (``apt-get install
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
@@ -140,11 +142,24 @@ def make_slim(root: Path, release: str) -> None:
         path.unlink()
 
 
+def host_ca_bundle() -> str | None:
+    """The CA bundle the host's pip verifies TLS with: PIP_CERT, else pip.conf's ``cert``, else the
+    system bundle (a TLS-intercepting proxy's CA is in it, not in the certifi bundle pip ships)."""
+    if os.environ.get("PIP_CERT"):
+        return os.environ["PIP_CERT"]
+    for conf in ("/etc/pip.conf", "/etc/xdg/pip/pip.conf", os.path.expanduser("~/.config/pip/pip.conf")):
+        parser = configparser.ConfigParser()
+        if parser.read(conf) and parser.has_option("global", "cert"):
+            return parser.get("global", "cert")
+    system = "/etc/ssl/certs/ca-certificates.crt"
+    return system if os.path.isfile(system) else None
+
+
 def build_only_env(root: Path) -> dict[str, str]:
     """What a build lends each RUN beyond the image's ENV: the host's proxies, its CA bundle for pip."""
     env = {k: v for k, v in os.environ.items() if k.lower() in ("http_proxy", "https_proxy", "no_proxy")}
     env["HOME"] = "/root"
-    cert = os.environ.get("PIP_CERT")
+    cert = host_ca_bundle()
     if cert and Path(cert).is_file():
         shutil.copyfile(cert, root / "tmp/build-ca.crt")
         env["PIP_CERT"] = "/tmp/build-ca.crt"
