@@ -234,14 +234,14 @@ class _Guarded:
 
 
 def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
-    import onnxruntime
+    from gate.backend.ort_install import onnxruntime_version
 
     providers = []
     for runner in runners:
         providers.extend(p for p in getattr(runner, "execution_providers", []) if p not in providers)
     return {
         "accuracy_gate_version": gate.__version__,
-        "onnxruntime_version": onnxruntime.__version__,
+        "onnxruntime_version": onnxruntime_version(),
         "numpy_version": np.__version__,
         "python_version": platform.python_version(),
         "execution_providers": ",".join(providers or cfg.execution_providers),

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from gate.backend.base import BaseLoader, BaseRunner, TensorMetadata
+from gate.backend.ort_install import import_onnxruntime
 from gate.errors import GateError
 
 _ORT_TYPES = {
@@ -106,7 +107,7 @@ class SessionFromOnnx(BaseLoader):
         raise GateError(f"SessionFromOnnx: expected a model path or bytes, got a {type(model).__name__}.")
 
     def call_impl(self):
-        import onnxruntime as ort
+        ort = import_onnxruntime()  # exactly one ONNX Runtime build, else one GateError line
 
         # Errors reach the user as one GateError line; onnxruntime's own multi-line, coloured error
         # logs would repeat them.
