@@ -2,7 +2,8 @@
 pass over blocks of the two arrays, with bounded memory.
 
 Definitions (``reference_diffs``, the formulas of ``shared/spec/polygraphy-0.53.6.md`` 3.4 with our
-deviations D1-D3 of ``shared/spec/README.md``): ``absdiff = |cast_up(a) - cast_up(b)|`` (bool:
+deviations D1-D3 and D14 of ``shared/spec/README.md``): ``absdiff = |cast_up(a) - cast_up(b)|``,
+exact for integers (``abs_difference``: an unsigned dtype, no wraparound) (bool:
 ``a XOR b``; strings: ``a != b``), ``reldiff = absdiff / |reference|`` with the reference ``b``
 (float zeros get 2.220446049250313e-16 added; integer and bool zeros give 0 where equal and inf
 where not, D2). Same-sign infinities on both sides (D1, ``infinities_compare_equal``) and NaN on
@@ -80,6 +81,33 @@ def _float16_table() -> np.ndarray:
     return _FLOAT16_TABLE[0]
 
 
+def _unsigned(dtype: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dtype.itemsize}")
+
+
+def abs_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|cast_up(a) - cast_up(b)|`` of two numeric (or bool and numeric) arrays, exact for
+    integers over the whole range of every integer dtype (deviation D14: Polygraphy subtracts in
+    the integer dtype, which wraps around, so INT64_MAX vs -1 has abs error 0 there).
+
+    Integers (after ``cast_up``, in their common dtype ``R``): ``max(a, b) - min(a, b)`` in the
+    unsigned dtype of ``R``'s width, which holds every difference of two ``R`` values exactly
+    (e.g. INT64_MAX vs INT64_MIN is 2**64 - 1 as uint64). int64 against uint64, whose common
+    dtype numpy makes float64 (rounding 2**53 + 1 to 2**53), is subtracted in Python integers and
+    then rounded to float64, so a nonzero difference never becomes 0. Floats: ``np.abs(a - b)`` in
+    their common dtype, as Polygraphy. Call it under ``np.errstate(over/invalid="ignore")``."""
+    a, b = cast_up(a), cast_up(b)
+    common = np.result_type(a, b)
+    if common.kind in "iu":
+        high, low = np.maximum(a, b), np.minimum(a, b)
+        unsigned = _unsigned(common)
+        return np.subtract(high.view(unsigned), low.view(unsigned))
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+        exact = np.abs(a.astype(object) - b.astype(object)).astype(np.float64)
+        return exact.reshape(np.broadcast_shapes(a.shape, b.shape))
+    return np.abs(np.subtract(a, b))
+
+
 def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True, nans_compare_equal=False):
     """``(absdiff, reldiff, zero_reference_count)`` of two arrays of equal shape: the definition
     (see the module docstring). Call it under ``np.errstate(invalid/over/divide="ignore")``."""
@@ -91,7 +119,7 @@ def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True,
     elif a.dtype == np.bool_ and b.dtype == np.bool_:
         absdiff = np.logical_xor(a, b)
     else:
-        absdiff = np.abs(np.subtract(cast_up(a), cast_up(b)))
+        absdiff = abs_difference(a, b)
     equal_specials = None
     if infinities_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
         equal_specials = np.isinf(a) & (a == b)
@@ -159,6 +187,8 @@ class _BlockDiffs:
             self.mode = "float" if a.dtype.kind == "f" else "int"
             self.work = _cast_up_dtype(a.dtype)
             self.cast = self.work != a.dtype
+            if self.mode == "int":
+                self.absdiff_dtype = _unsigned(self.work)  # as abs_difference gives it
             if self.mode == "float":
                 # What ``reference + EPSILON`` gives at a zero of the reference, in its dtype.
                 self.eps = (np.zeros(1, self.work) + EPSILON)[0]
@@ -221,16 +251,24 @@ class _BlockDiffs:
     def _int(self, ac, bc):
         k = ac.size
         a_work, b_work = self._operands(ac, bc)
-        absdiff = _SCRATCH.get("abs", self.work, k)
-        np.subtract(a_work, b_work, out=absdiff)
-        np.abs(absdiff, out=absdiff)
+        absdiff = _SCRATCH.get("abs", self.absdiff_dtype, k)
+        if self.cast:
+            # Widened 8/16-bit values (uint32 in int64): every difference fits the work dtype.
+            signed = absdiff.view(self.work)
+            np.subtract(a_work, b_work, out=signed)
+            np.abs(signed, out=signed)
+        else:
+            # int32, int64, uint64: max - min in the unsigned dtype of that width, exact (D14).
+            high = _SCRATCH.get("high", self.work, k)
+            low = _SCRATCH.get("low", self.work, k)
+            np.maximum(a_work, b_work, out=high)
+            np.minimum(a_work, b_work, out=low)
+            np.subtract(high.view(self.absdiff_dtype), low.view(self.absdiff_dtype), out=absdiff)
         magnitude = _SCRATCH.get("mag", np.float64, k)
         np.copyto(magnitude, b_work)
         np.abs(magnitude, out=magnitude)
         zero_count = 0
         if not np.minimum.reduce(magnitude) > 0:
-            if np.minimum.reduce(absdiff) < 0:  # a wrapped-around difference: the definition
-                return self._reference(ac, bc)
             zeros = _SCRATCH.get("zero", np.bool_, k)
             np.equal(magnitude, 0, out=zeros)
             zero_count = int(np.count_nonzero(zeros))
@@ -535,7 +573,7 @@ def _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile) 
         if not (low > 0 or high < 0):
             np.equal(bc, 0, out=equal)
             zeros += int(np.count_nonzero(equal))
-    abs_zero = np.zeros(1, diffs.work)
+    abs_zero = np.zeros(1, diffs.work if floating else diffs.absdiff_dtype)
     rel_zero = np.zeros(1, diffs.work if floating else np.float64)
     stats = {
         "max_absdiff": abs_zero[0].item(),
