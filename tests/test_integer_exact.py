@@ -13,8 +13,7 @@ from polygraphy.comparator import compare as pg_compare
 from polygraphy.comparator import struct as pg_struct
 from polygraphy.logger import G_LOGGER
 
-from gate.comparator import IterationResult, L2CompareFunc, SimpleCompareFunc
-from gate.comparator import kernels
+from gate.comparator import IterationResult, L2CompareFunc, SimpleCompareFunc, kernels
 
 G_LOGGER.module_severity = G_LOGGER.CRITICAL
 

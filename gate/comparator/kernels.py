@@ -48,10 +48,43 @@ _SAMPLE_SIGMAS = 4.0  # half-width of the bracket, in standard deviations of a s
 _NARROW_INTS = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.uint16))
 
 
+def _ml_dtypes_widening() -> dict:
+    """ml_dtypes' narrow types (as ONNX's float8 / bfloat16 / int4 tensors read back) -> the dtype
+    that holds each of their values exactly: float32 for the floats, int32 for the integers."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - onnx depends on it
+        return {}
+    floats = ["bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3"]
+    floats += ["float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
+    floats += ["float8_e8m0fnu"]
+    integers = ["int1", "int2", "int4", "uint1", "uint2", "uint4"]
+    table = {}
+    for names, wide in ((floats, np.float32), (integers, np.int32)):
+        for name in names:
+            if hasattr(ml_dtypes, name):  # (older ml_dtypes have fewer)
+                table[np.dtype(getattr(ml_dtypes, name))] = np.dtype(wide)
+    return table
+
+
+ML_WIDENING = _ml_dtypes_widening()
+
+
+def widened_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype an output of ``dtype`` is compared in: ``cast_up``'s result dtype (ml_dtypes'
+    float8 / bfloat16 / float4 / float6 -> float32, int4 / uint4 / int2 ... -> int32; Polygraphy
+    cannot compare them at all)."""
+    dtype = np.dtype(dtype)
+    return ML_WIDENING.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype) or _cast_up_dtype(dtype)
+
+
 def cast_up(array: np.ndarray) -> np.ndarray:
     """float16 -> float32; int8/uint8/int16/uint16 -> int32; uint32 -> int64; others unchanged
-    (Polygraphy ``comparator/util.py``)."""
+    (Polygraphy ``comparator/util.py``); ml_dtypes types -> float32 / int32 (exact values)."""
     dtype = array.dtype
+    widened = ML_WIDENING.get(dtype)
+    if widened is not None:
+        return array.astype(widened)
     if dtype == np.float16:
         return array.astype(np.float32)
     if dtype in (np.int8, np.uint8, np.int16, np.uint16):
@@ -111,6 +144,8 @@ def abs_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True, nans_compare_equal=False):
     """``(absdiff, reldiff, zero_reference_count)`` of two arrays of equal shape: the definition
     (see the module docstring). Call it under ``np.errstate(invalid/over/divide="ignore")``."""
+    if a.dtype in ML_WIDENING or b.dtype in ML_WIDENING:
+        a, b = cast_up(a), cast_up(b)  # exact values in float32 / int32; the formulas below then apply
     textual = a.dtype.kind in "OSU" or b.dtype.kind in "OSU"
     if textual:
         # Strings (ONNX tensor(string)) compare by equality: the difference is a mismatch indicator.
@@ -183,7 +218,7 @@ class _BlockDiffs:
         self.inf_eq = infinities_compare_equal
         self.nan_eq = nans_compare_equal
         self.mode = "reference"
-        if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8:
+        if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8 and a.dtype not in ML_WIDENING:
             self.mode = "float" if a.dtype.kind == "f" else "int"
             self.work = _cast_up_dtype(a.dtype)
             self.cast = self.work != a.dtype
