@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import IterationResult, SimpleCompareFunc
-from gate.comparator.kernels import cast_up
+from gate.comparator.dtypes import cast_up
 
 X = np.array([[0.47892547, -3.25, 1e-3, 200.0], [0.5, -0.0, 2.0, 7.0]], np.float32)
 X_INT = np.array([[0.4, -3.25, 1e-3, 6.6], [1.2, -0.0, 2.0, 7.0]], np.float32)  # in range, no halves

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from gate.comparator.compare import cast_up, missing_output_result, pair_outputs, value_or_from_dict
-from gate.comparator.kernels import abs_difference
+from gate.comparator.dtypes import abs_difference
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
 
