@@ -239,3 +239,46 @@ def test_summary_statistics_show_the_worst_element_beside_the_statistic(tmp_path
     message = failure_message(junit)
     assert message.startswith(f"FAILED: worst {stat} abs error ")
     assert "element [2] (onnxrt 3 vs golden 3.5, abs error 0.5, rel error 0.14286)" in message
+
+
+def test_exact_outputs_under_check_average_fail_when_any_iteration_differs(tmp_path):
+    ids = [np.array([1, 2, 3], np.int64)] * 3
+    golden = [ids[0], np.array([1, 2, 4], np.int64), ids[0]]
+    config = identity_case(tmp_path, ids, golden, '[compare]\ncheck_error_stat = "max"\ncheck_average = true\n')
+    proc, junit, _ = check(config, "--atol", "10", "--rtol", "10")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert table_row(proc.stdout)[1:3] == ["exact", "(avg)"]
+    assert "exact: element [2] of iteration 1 differs (onnxrt 3 vs golden 4)" in failure_message(junit)
+
+
+def test_exact_rows_and_worst_elements_survive_shards_merge_and_the_results_file(tmp_path):
+    from gate.report.json_report import read_untrusted_report
+
+    words = [np.array(["a", "b", f"w{k}"], dtype=object) for k in range(4)]
+    golden = [w.copy() for w in words]
+    golden[1][2] = "zz"
+    golden[3][0] = "NaN"  # a string that reads "NaN" stays a string
+    config = identity_case(tmp_path, words, golden)
+    out = tmp_path / "out"
+    full = run_cli("check", config, "--report", out / "full.json", "--junit", out / "full.xml")
+    assert full.returncode == 1, full.stdout + full.stderr
+    partials = []
+    for i in (1, 2):
+        partial = out / f"p{i}.json"
+        leg = run_cli("check", config, "--shard", f"{i}/2", "--write-partial", partial, "--junit", out / f"{i}.xml")
+        assert leg.returncode == 0, leg.stdout + leg.stderr
+        partials.append(partial)
+    merged = run_cli(
+        "merge", *partials, "--report", out / "merged.json", "--junit", out / "merged.xml", "--root", tmp_path
+    )
+    assert merged.returncode == 1, merged.stdout + merged.stderr
+    documents = [json.loads((out / name).read_text()) for name in ("full.json", "merged.json")]
+    for doc in documents:
+        doc.pop("duration_s"), doc.pop("scope", None)
+    assert documents[0] == documents[1]
+    row = documents[0]["rows"][0]
+    assert row["exact"] is True and row["worst_iteration"] == 1
+    assert row["worst_element"]["values"] == [{"text": "w1"}, {"text": "zz"}]
+    back = read_untrusted_report(out / "merged.json").result.rows[0]
+    assert back.exact and back.worst_values == ("w1", "zz") and back.worst_index == (2,)
+    assert back.message() == failure_message(out / "full.xml")

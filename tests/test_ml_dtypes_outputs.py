@@ -81,3 +81,23 @@ def test_narrow_dtypes_are_compared_by_value():
         IterationResult({"y": np.array([7, 7], ml_dtypes.int4)}, runner_name="golden"),
     )["y"]
     assert i4.max_absdiff == 15.0 and not i4
+
+
+def test_npz_layout_refuses_ml_dtypes_at_record_time(tmp_path):
+    from gate.data import write_iteration
+    from gate.errors import GateError
+
+    with pytest.raises(
+        GateError, match=r"output .y. is bfloat16, which the npz layout cannot store .*\(--layout onnx-zoo\)"
+    ):
+        write_iteration(tmp_path, "npz", "output", 0, {"y": X.astype(ml_dtypes.bfloat16)})
+    assert not list(tmp_path.iterdir())
+
+
+def test_raw_bytes_of_an_unknown_type_are_one_error_naming_the_dtype():
+    from gate.comparator.compare import SimpleThreshold, compare_arrays
+
+    result = compare_arrays(np.zeros(3, np.float32), np.zeros(3, "V2"), SimpleThreshold("max", 0.0, 0.0))
+    assert not result and result.error == (
+        "holds |V2 values (raw bytes of a type numpy does not know), which cannot be compared"
+    )

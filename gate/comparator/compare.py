@@ -199,6 +199,13 @@ def compare_arrays(
             passed=False,
             **common,
         )
+    raw = [str(x.dtype) for x in (a, b) if x.dtype.kind == "V" and widened_dtype(x.dtype) == x.dtype]
+    if raw:
+        return OutputCompareResult(
+            error=f"holds {raw[0]} values (raw bytes of a type numpy does not know), which cannot be compared",
+            passed=False,
+            **common,
+        )
     stat = threshold.check_error_stat
     if stat not in CHECK_ERROR_STATS:
         raise GateError(f"Invalid check_error_stat '{stat}'; expected one of {', '.join(CHECK_ERROR_STATS)}.")
