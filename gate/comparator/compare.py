@@ -98,10 +98,11 @@ class OutputCompareResult:
     ``num_elements``; ``zero_reference_count`` (reference elements equal to 0, whose relative error
     is inflated by the epsilon); ``mismatch_count`` (elements outside tolerance, elemwise only);
     ``worst_index`` (index tuple of the largest absolute difference, NaN first: among the elements
-    out of tolerance for elemwise; the first differing element for an ``exact`` threshold), and of
-    that one element: ``worst_values`` (its value in the output and in the reference, Python
-    scalars), ``worst_absdiff`` and ``worst_reldiff`` (its own differences, floats); ``nan_counts``
-    (for a failed float output: elements that are NaN on both sides, and on one side only);
+    out of tolerance for elemwise; the first differing element for an ``exact`` threshold), and,
+    for a failed result, of that one element: ``worst_values`` (its value in the output and in the
+    reference, Python scalars), ``worst_absdiff`` and ``worst_reldiff`` (its own differences,
+    floats), else None; ``nan_counts`` (for a failed float output holding NaN: elements that are
+    NaN on both sides, and on one side only);
     ``dtypes`` and ``shapes`` of both sides; ``error`` (why no statistics could be computed, e.g. a
     shape mismatch: the result is then a failure).
     """
@@ -231,13 +232,15 @@ def compare_arrays(
     result = OutputCompareResult(
         passed=None if mismatch_count is None else mismatch_count == 0,
         worst_index=worst_index,
-        **_element(a, b, worst_index, infinities_compare_equal, nans_compare_equal),
         **stats,
         **common,
     )
-    if not result and "f" in (widened_dtype(a.dtype).kind, widened_dtype(b.dtype).kind):
-        counts = _nan_counts(a, b)
-        result.nan_counts = counts if any(counts) else None
+    if not result:  # what a failure line shows (a passing output costs nothing more)
+        for key, value in _element(a, b, worst_index, infinities_compare_equal, nans_compare_equal).items():
+            setattr(result, key, value)
+        if "f" in (widened_dtype(a.dtype).kind, widened_dtype(b.dtype).kind):
+            counts = _nan_counts(a, b)
+            result.nan_counts = counts if any(counts) else None
     return result
 
 
