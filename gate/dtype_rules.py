@@ -68,8 +68,9 @@ class GateCompareFunc(SimpleCompareFunc):
                     str(np.asarray(a).dtype) for a in (array0, array1) if value_kind(np.asarray(a).dtype) == TEXT
                 )
                 raise GateError(
-                    f"{self.source}: {own[0]} gives output '{name}' a tolerance, but it holds {dtype} values, "
-                    "which are always compared exactly; remove that entry."
+                    f"output '{name}' holds {dtype} values, which are always compared exactly, but {own[0]} gives "
+                    f"it a tolerance of its own ({self.source}, --{own[0]} or the action input {own[0]}); "
+                    "remove that entry."
                 )
             return EXACT
         if kinds == {DISCRETE} and not own:
