@@ -16,6 +16,8 @@ A float tolerance means nothing for a token id, a class index, a mask or a strin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gate.comparator.compare import EXACT, SimpleCompareFunc, SimpleThreshold
@@ -72,7 +74,12 @@ class GateCompareFunc(SimpleCompareFunc):
                     f"it a tolerance of its own ({self.source}, --{own[0]} or the action input {own[0]}); "
                     "remove that entry."
                 )
-            return EXACT
+            return self._exact(name)
         if kinds == {DISCRETE} and not own:
-            return EXACT
+            return self._exact(name)
         return self.thresholds_for(name)
+
+    def _exact(self, name: str) -> SimpleThreshold:
+        # The configured statistic's name stays (reports, baselines and check_average see the same
+        # statistic as before); the verdict is exactness whatever it is.
+        return replace(EXACT, check_error_stat=self.thresholds_for(name).check_error_stat)

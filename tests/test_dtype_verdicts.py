@@ -283,3 +283,20 @@ def test_exact_rows_and_worst_elements_survive_shards_merge_and_the_results_file
     back = read_untrusted_report(out / "merged.json").result.rows[0]
     assert back.exact and back.worst_values == ("w1", "zz") and back.worst_index == (2,)
     assert back.message() == failure_message(out / "full.xml")
+
+
+@pytest.mark.parametrize("stat", ["median", "quantile", "mean"])
+def test_exact_whatever_the_statistic(tmp_path, stat):
+    # One token of five differs: its median (and 0.99 quantile of 5) abs error is 0 under a float
+    # check, yet the output is wrong. The statistic's name stays (baselines compare it).
+    ids = np.array([5, 6, 7, 8, 9], np.int64)
+    golden = np.array([5, 6, 7, 8, 10], np.int64)
+    config = identity_case(tmp_path, [ids], [golden], f'[compare]\ncheck_error_stat = "{stat}"\natol = 1\nrtol = 1\n')
+    proc, junit, report = check(config)
+    assert proc.returncode == 1, proc.stdout
+    assert table_row(proc.stdout)[1] == "exact"
+    assert failure_message(junit).startswith(
+        "FAILED: exact: element [4] of iteration 0 differs (onnxrt 9 vs golden 10); 1 of 5 elements differ"
+    )
+    row = json.loads(report.read_text())["rows"][0]
+    assert (row["stat"], row["exact"], row["mismatch_count"]) == (stat, True, 1)
