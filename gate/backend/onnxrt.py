@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gate.backend import ort_dtypes
 from gate.backend.base import BaseLoader, BaseRunner, TensorMetadata
 from gate.backend.ort_install import import_onnxruntime
 from gate.errors import GateError
@@ -159,6 +160,7 @@ class OnnxrtRunner(BaseRunner):
     def activate_impl(self):
         self.sess = self._sess_arg() if callable(self._sess_arg) else self._sess_arg
         self._output_names = [o.name for o in self.sess.get_outputs()]
+        self._output_types = [o.type for o in self.sess.get_outputs()]
         self._metadata = TensorMetadata()
         for node in self.sess.get_inputs():
             self._metadata.add(node.name, _ORT_TYPES.get(node.type), node.shape)
@@ -182,7 +184,20 @@ class OnnxrtRunner(BaseRunner):
         start = time.perf_counter()
         try:
             outputs = self.sess.run(None, dict(feed_dict))
+            outputs = [ort_dtypes.as_declared(out, kind) for out, kind in zip(outputs, self._output_types)]
         except Exception as err:
+            if ort_dtypes.refused_by_run(err):  # bfloat16, float8, int4 ...: read as ml_dtypes arrays
+                try:
+                    outputs = ort_dtypes.run_with_ml_dtypes(
+                        self.sess, feed_dict, self._output_names, self._output_types, self.name
+                    )
+                except GateError:
+                    raise
+                except Exception as retry_err:
+                    err = retry_err
+                else:
+                    self.inference_time = time.perf_counter() - start
+                    return OrderedDict(zip(self._output_names, outputs))
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{self.name}: onnxruntime failed during inference ({first}).") from err
         self.inference_time = time.perf_counter() - start

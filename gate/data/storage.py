@@ -240,6 +240,12 @@ def write_iteration(directory, layout: str, kind: str, index: int, tensors: Orde
             written.append(path)
         return written
     if layout == NPZ:
+        for name, array in tensors.items():
+            if np.asarray(array).dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
+                raise GateError(
+                    f"{kind} '{name}' is {np.asarray(array).dtype}, which the npz layout cannot store (numpy "
+                    "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
+                )
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{index:06d}.npz"
         # Uncompressed: model outputs are mostly float mantissas, which zlib shrinks by ~6% (ppocr_v4_rec),

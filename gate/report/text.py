@@ -31,15 +31,16 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
         if row.error:
             cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
-            stat = f"{row.stat} (avg)" if row.averaged else row.stat
+            stat = "exact" if row.exact else row.stat
+            stat = f"{stat} (avg)" if row.averaged else stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             cell = (
                 visible(row.output),  # a line break or zero-width character shows, escaped
                 stat,
                 fmt(row.abs_value),
-                fmt(row.atol),
+                "-" if row.exact else fmt(row.atol),
                 fmt(row.rel_value),
-                fmt(row.rtol),
+                "-" if row.exact else fmt(row.rtol),
                 failed,
                 _verdict_cell(row),
             )
