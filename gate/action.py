@@ -573,7 +573,7 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
             if result.status == ERROR and not replaceable(junit_path, "junit"):
                 # An error before the config checked this path (it may name the model, say): keep the file.
                 raise GateError(f"{junit_path} is not a JUnit file; not overwriting it")
-            junit_file = write_junit(result, junit_path)
+            junit_file = write_junit(result, junit_path, environ)
             _chown_to_workspace_owner(junit_file, environ)
             written["junit_path"] = _workspace_relative(junit_file, environ)
         except Exception as err:

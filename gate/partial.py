@@ -17,7 +17,7 @@ The partial result file, schema ``accuracy-gate-partial`` version 1 (documented 
      "golden": {"iterations": int, "files_sha256": str, "content_sha256": str | null},
      "iterations": {"index": [int], "golden_sha256": [str | null]},
      "where": {"<index>": str},                               # files of iterations named in errors
-     "stopped": null | {"iteration": int | null, "message": str},
+     "stopped": null | {"iteration": int | null, "message": str, "output"?: str},
      "aggregation": "per_sample" | "average",
      "duration_s": num, "facts": {str: str},
      "pairs": [{"runners": [str, str],
@@ -29,7 +29,8 @@ The partial result file, schema ``accuracy-gate-partial`` version 1 (documented 
                              "mismatch_count": [int | null], "worst_index": [[int] | null],
                              "num_elements": [int | null], "zero_reference_count": [int | null],
                              "dtypes": [[str, str] | null], "shapes": [[[int], [int]] | null],
-                             "names": [[str | null, str | null]]}]}]}
+                             "names": [[str | null, str | null]],
+                             "time_s": [num | null]}]}]}   # optional: seconds each comparison took
 
 Per output the per-iteration values are columns (one list per field, aligned with ``index``), which
 keeps a file of tens of thousands of iterations compact.
@@ -51,7 +52,17 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
-from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
+from gate.results import (
+    ERROR,
+    GateResult,
+    finish_rows,
+    gate_result,
+    json_int,
+    json_number,
+    mark_stopping_output,
+    number_from_json,
+    verdicts,
+)
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
@@ -302,6 +313,7 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
         result.status = ERROR
         result.stopped_at = run.stopped.get("iteration")
         result.message = run.stopped["message"]
+        mark_stopping_output(result, run.stopped)
     result.scope = run.scope
     result.run = run
     return result
@@ -316,7 +328,7 @@ def _output_columns(name: str, samples) -> dict:
     column: dict[str, list] = {key: [] for key in ("index", "threshold", *METRIC_FIELDS)}
     for key in ("passed", "error", "mismatch_count", "worst_index", "num_elements", "zero_reference_count"):
         column[key] = []
-    for key in ("dtypes", "shapes", "names"):
+    for key in ("dtypes", "shapes", "names", "time_s"):
         column[key] = []
     for index, result in samples:
         if not isinstance(result, OutputCompareResult):
@@ -342,6 +354,7 @@ def _output_columns(name: str, samples) -> dict:
         column["dtypes"].append(None if result.dtypes is None else [str(d) for d in result.dtypes])
         column["shapes"].append(None if result.shapes is None else [[int(d) for d in shape] for shape in result.shapes])
         column["names"].append([result.output0_name, result.output1_name])
+        column["time_s"].append(json_number(getattr(result, "time_s", None)))
     return {"output": name, "thresholds": thresholds, **column}
 
 
@@ -485,6 +498,8 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             "names",
         )
     }
+    # Comparison times (optional: files written before they were recorded have none).
+    times = read.column(data, "time_s", where, n) if data.get("time_s") is not None else [None] * n
     samples = []
     for j, index in enumerate(indices):
         spot = f"{where}[{index}]"
@@ -520,6 +535,7 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             output0_name=names[0],
             output1_name=names[1],
             **{metric: read.number(col[metric][j], f"{spot}.{metric}") for metric in METRIC_FIELDS},
+            time_s=read.number(times[j], f"{spot}.time_s"),
         )
         samples.append((index, result))
     return name, samples
@@ -602,7 +618,10 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         stopped = {
             "iteration": read.integer(stopped.get("iteration"), "stopped.iteration", optional=True),
             "message": read.get(stopped, "message", "stopped.message", str, "a string"),
+            "output": read.get(stopped, "output", "stopped.output", str, "a string", optional=True),
         }
+        if stopped["output"] is None:  # files from runs whose stop named no output
+            del stopped["output"]
     aggregation = data.get("aggregation")
     if aggregation not in ("per_sample", "average"):
         raise read.fail("aggregation", '"per_sample" or "average"')

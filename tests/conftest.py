@@ -27,6 +27,22 @@ def example(tmp_path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _junit_files_follow_the_schema(request):
+    """Every JUnit file a test leaves in its tmp_path is valid against junit-10.xsd (tests/junit_schema.py)."""
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is None:
+        return
+    from junit_schema import junit_files, schema_errors
+
+    for path in junit_files(tmp):
+        if path.name.startswith("hostile-"):  # a test's own deliberately invalid file
+            continue
+        errors = schema_errors(path.read_bytes())
+        assert not errors, f"{path} breaks junit-10.xsd: {errors}"
+
+
+@pytest.fixture(autouse=True)
 def _no_github_workspace(monkeypatch):
     """Tests set GITHUB_WORKSPACE themselves where they mean to (a run inside GitHub Actions has it)."""
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
