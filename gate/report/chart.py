@@ -115,9 +115,10 @@ def histogram(row: OutputVerdict) -> tuple[Histogram | None, str | None]:
 
 
 def blocks(hist: Histogram, counts: list[int]) -> str:
-    """The bins as block characters scaled to the tallest bin of both series, ``·`` for an empty bin
-    and ``┃`` at atol, e.g. ``▁▃█▅▂┃··▂``."""
-    top = max(hist.top, 1)
+    """The bins as block characters scaled to the tallest bin of ``counts`` (each series shows its own
+    shape; the counts are in the Mermaid chart), ``·`` for an empty bin and ``┃`` at atol, e.g.
+    ``▁▃█▅▂┃··▂``."""
+    top = max(max(counts), 1)
     cells = [EMPTY_BIN if c == 0 else BLOCKS[max(math.ceil(c / top * len(BLOCKS)), 1) - 1] for c in counts]
     for k in range(1, len(cells)):
         if hist.above[k] and not hist.above[k - 1]:
@@ -128,16 +129,17 @@ def blocks(hist: Histogram, counts: list[int]) -> str:
 
 def mermaid(hist: Histogram, atol: float | None = None) -> list[str]:
     """A Mermaid ``xychart-beta`` block: bars for this run, a line for the baseline, in GitHub's blue
-    and orange; the bin whose upper edge is atol is labelled so (``1e-05 ┃atol``), or the axis title
-    says where atol lies; the y axis runs from 0 to 10 or more, so its ticks are whole iteration counts.
+    and orange; the bin edge that is atol is labelled ``atol`` (the axis title gives its value), or the
+    title says where atol lies; the y axis runs from 0 to 10 or more, so its ticks are whole counts.
 
     (Two bar series, green at or below atol and red above, would draw every empty bin as a stub of
     the last series' colour: xychart lifts 0 above the axis line.)"""
     labels = _labels(hist.edges[1:])
     title = f"{hist.stat} abs error (bin upper edge)"
     marked = [k for k in range(1, len(hist.above)) if hist.above[k] and not hist.above[k - 1]]
-    if marked:
-        labels[marked[0] - 1] += f" {ATOL_MARK}atol"
+    if marked:  # the edge that is atol reads "atol" (a longer label would collide with its neighbours)
+        labels[marked[0] - 1] = "atol"
+        title += f", atol {fmt(atol)}"
     elif atol is not None:
         title += f", atol {fmt(atol)} {'above' if not any(hist.above) else 'below'} every bin"
     lines = [
