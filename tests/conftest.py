@@ -128,3 +128,16 @@ def gpu_visible() -> bool:
     except GateError:
         return False
     return True
+
+
+def make_nan_gate(folder: Path) -> Path:
+    """A gate of ``make_small_model`` over 3 stored inputs (npz) with golden outputs recorded, then
+    input 1 set to NaN: a check fails on it, a check with ``--validate`` stops there. Returns gate.toml."""
+    make_small_model(folder / "m.onnx")
+    (folder / "inputs").mkdir()
+    for i in range(3):
+        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), i, np.float32))
+    config = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", config).returncode == 0
+    np.savez(folder / "inputs" / "1.npz", x=np.full((1, 64), np.nan, np.float32))
+    return config

@@ -20,7 +20,7 @@ from gate import cli
 from gate.report.junit import seconds, workspace_relative, write_junit
 from gate.results import ERROR, GateResult, OutputVerdict
 
-from conftest import make_small_model, perturb_golden, run_cli, write_gate_toml
+from conftest import make_nan_gate, make_small_model, perturb_golden, run_cli, write_gate_toml
 from junit_schema import schema_errors
 
 MILLISECONDS = re.compile(r"\d+\.\d{3}")
@@ -122,14 +122,7 @@ def test_pass_and_fail_through_the_cli(example, tmp_path):
 @pytest.fixture
 def nan_gate(tmp_path) -> Path:
     """A small model whose stored input 1 is NaN after recording: with --validate the run stops there."""
-    make_small_model(tmp_path / "m.onnx")
-    (tmp_path / "inputs").mkdir()
-    for i in range(3):
-        np.savez(tmp_path / "inputs" / f"{i}.npz", x=np.full((1, 64), i, np.float32))
-    config = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
-    assert run_cli("record", config).returncode == 0
-    np.savez(tmp_path / "inputs" / "1.npz", x=np.full((1, 64), np.nan, np.float32))
-    return config
+    return make_nan_gate(tmp_path)
 
 
 def test_the_output_that_stopped_the_run_reads_as_an_error_in_every_consumer(nan_gate, tmp_path, capsys):
