@@ -370,8 +370,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
         return run.where[index]
 
     run.duration_s = time.perf_counter() - start
+    run.config_path = str(cfg.path)  # the JUnit file's 'file' (gate.report.junit)
     result = result_of(run, where)
-    result.config_path = str(cfg.path)  # the JUnit file's 'file' (gate.report.junit)
     for row in result.rows:  # a merge of shards names the files of any shard's worst iteration
         if row.worst_iteration is not None:
             where(row.worst_iteration)

@@ -13,7 +13,7 @@ The partial result file, schema ``accuracy-gate-partial`` version 1 (documented 
     {"schema": "accuracy-gate-partial", "version": 1,
      "shard": {"index": int, "count": int},
      "model": str, "title": str, "commit": str | null,
-     "config": {"sha256": str, "settings": {...}},            # what decides the numbers
+     "config": {"sha256": str, "settings": {...}, "path"?: str},  # what decides the numbers; gate.toml
      "golden": {"iterations": int, "files_sha256": str, "content_sha256": str | null},
      "iterations": {"index": [int], "golden_sha256": [str | null]},
      "where": {"<index>": str},                               # files of iterations named in errors
@@ -275,6 +275,7 @@ class ComparedRun:
     facts: dict = field(default_factory=dict)
     commit: str | None = None
     scope: str = ""
+    config_path: str = ""  # the gate.toml, as given (the JUnit file's 'file'); not part of the digest
 
     @property
     def total(self) -> int:
@@ -315,6 +316,7 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
         result.message = run.stopped["message"]
         mark_stopping_output(result, run.stopped)
     result.scope = run.scope
+    result.config_path = run.config_path
     result.run = run
     return result
 
@@ -374,7 +376,11 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "model": run.model,
         "title": run.title,
         "commit": run.commit,
-        "config": {"sha256": run.config_sha256, "settings": run.settings},
+        "config": {
+            "sha256": run.config_sha256,
+            "settings": run.settings,
+            **({"path": run.config_path} if run.config_path else {}),
+        },
         "golden": {
             "iterations": run.total,
             "files_sha256": run.golden["files_sha256"],
@@ -656,6 +662,7 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         duration_s=duration if math.isfinite(duration) else 0.0,
         facts={str(k): str(v) for k, v in facts.items()},
         commit=commit if isinstance(commit, str) else None,
+        config_path=read.get(config, "path", "config.path", str, "a string", optional=True) or "",
     )
 
 

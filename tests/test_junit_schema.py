@@ -173,6 +173,7 @@ def test_shards_merged_and_a_baseline(tmp_path, capsys):
     assert cli.main([*merge, "--root", str(folder)]) == 0
     cases = read(valid(merged))
     assert {name: case["result"] for name, case in cases.items()} == {"m.onnx/y": "passed", "m.onnx/s": "passed"}
+    assert {case["file"] for case in cases.values()} == {workspace_relative(str(config))}  # kept in the partials
     baseline = folder / "baseline.xml"
     args = ["check", str(config), "--baseline", str(report), "--junit", str(baseline)]
     assert cli.main(args) == 0
