@@ -457,13 +457,14 @@ def _comment_outcome(outcome: dict, number: int) -> str:
 
 def _post(client, environ, settings: Settings, number: int, result: GateResult, key, run_url, commit) -> dict:
     """Render ``result`` into the comment budget and create or update the comment per ``comment_mode``."""
-    from gate.github.comments import COMMENT_TRUNCATE_AT, header_size, upsert_comment
+    from gate.github.comments import COMMENT_TRUNCATE_AT, LONGEST_LOGIN, header_size, upsert_comment
     from gate.report.json_report import results_digest
     from gate.report.markdown import render_markdown
 
     digest = results_digest(result) if settings.comment_mode == "on-change" else None
-    body = render_markdown(result, run_url, commit, budget=COMMENT_TRUNCATE_AT - header_size(key, digest))
-    return upsert_comment(
+    budget = COMMENT_TRUNCATE_AT - header_size(key, digest, LONGEST_LOGIN)  # room for an App's author line
+    body = render_markdown(result, run_url, commit, budget=budget)
+    outcome = upsert_comment(
         client,
         environ.get("GITHUB_REPOSITORY", ""),
         number,
@@ -473,6 +474,9 @@ def _post(client, environ, settings: Settings, number: int, result: GateResult, 
         create=settings.comment_mode != "on-failure" or result.status != PASSED,
         digest=digest,
     )
+    if outcome.get("warning"):  # the comment's author is unknown: the next run would post another
+        actions.warning(outcome["warning"], title="accuracy-gate")
+    return outcome
 
 
 def _read_only_notice(err, number, report) -> None:
@@ -574,7 +578,7 @@ def _publish(environ, settings: Settings, result: GateResult, junit_path: str, v
             if result.status == ERROR and not replaceable(junit_path, "junit"):
                 # An error before the config checked this path (it may name the model, say): keep the file.
                 raise GateError(f"{junit_path} is not a JUnit file; not overwriting it")
-            junit_file = write_junit(result, junit_path)
+            junit_file = write_junit(result, junit_path, environ)
             _chown_to_workspace_owner(junit_file, environ)
             written["junit_path"] = _workspace_relative(junit_file, environ)
         except Exception as err:

@@ -351,6 +351,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
             message = f"iteration {index} ({_where(*full, index)}): {message}"
         of = f"{len(selected)} iterations" + (f" of shard {run.shard}" if run.shard.count > 1 else "")
         run.stopped = {"iteration": index, "message": f"stopped after {progress.compared} of {of}: {message}"}
+        if getattr(progress.error, "output", None) is not None:  # the output that stopped it (gate.results)
+            run.stopped["output"] = progress.error.output
     run.facts = _facts(cfg, runners, run.facts["model_sha256"])
     run.settings = config_settings(cfg, run.facts["model_sha256"])
     run.accuracy = accuracy
@@ -364,6 +366,7 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
         return run.where[index]
 
     run.duration_s = time.perf_counter() - start
+    run.config_path = str(cfg.path)  # the JUnit file's 'file' (gate.report.junit)
     result = result_of(run, where)
     for row in result.rows:  # a merge of shards names the files of any shard's worst iteration
         if row.worst_iteration is not None:

@@ -192,6 +192,7 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
         facts=dict(first.facts),
         commit=first.commit,
         scope=f"merged from {count} shard{'s' if count > 1 else ''}",
+        config_path=first.config_path,
     )
 
 

@@ -13,11 +13,11 @@ The partial result file, schema ``accuracy-gate-partial`` version 1 (documented 
     {"schema": "accuracy-gate-partial", "version": 1,
      "shard": {"index": int, "count": int},
      "model": str, "title": str, "commit": str | null,
-     "config": {"sha256": str, "settings": {...}},            # what decides the numbers
+     "config": {"sha256": str, "settings": {...}, "path"?: str},  # what decides the numbers; gate.toml
      "golden": {"iterations": int, "files_sha256": str, "content_sha256": str | null},
      "iterations": {"index": [int], "golden_sha256": [str | null]},
      "where": {"<index>": str},                               # files of iterations named in errors
-     "stopped": null | {"iteration": int | null, "message": str},
+     "stopped": null | {"iteration": int | null, "message": str, "output"?: str},
      "aggregation": "per_sample" | "average",
      "duration_s": num, "facts": {str: str},
      "pairs": [{"runners": [str, str],
@@ -29,7 +29,8 @@ The partial result file, schema ``accuracy-gate-partial`` version 1 (documented 
                              "mismatch_count": [int | null], "worst_index": [[int] | null],
                              "num_elements": [int | null], "zero_reference_count": [int | null],
                              "dtypes": [[str, str] | null], "shapes": [[[int], [int]] | null],
-                             "names": [[str | null, str | null]]}]}]}
+                             "names": [[str | null, str | null]],
+                             "time_s": [num | null]}]}]}   # optional: seconds each comparison took
 
 Per output the per-iteration values are columns (one list per field, aligned with ``index``), which
 keeps a file of tens of thousands of iterations compact.
@@ -61,6 +62,7 @@ from gate.results import (
     gate_result,
     json_int,
     json_number,
+    mark_stopping_output,
     number_from_json,
     verdicts,
 )
@@ -277,6 +279,7 @@ class ComparedRun:
     facts: dict = field(default_factory=dict)
     commit: str | None = None
     scope: str = ""
+    config_path: str = ""  # the gate.toml, as given (the JUnit file's 'file'); not part of the digest
 
     @property
     def total(self) -> int:
@@ -315,7 +318,9 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
         result.status = ERROR
         result.stopped_at = run.stopped.get("iteration")
         result.message = run.stopped["message"]
+        mark_stopping_output(result, run.stopped)
     result.scope = run.scope
+    result.config_path = run.config_path
     result.run = run
     return result
 
@@ -329,7 +334,7 @@ def _output_columns(name: str, samples) -> dict:
     column: dict[str, list] = {key: [] for key in ("index", "threshold", *METRIC_FIELDS)}
     for key in ("passed", "error", "mismatch_count", "worst_index", "num_elements", "zero_reference_count"):
         column[key] = []
-    for key in ("dtypes", "shapes", "names", "worst_element"):
+    for key in ("dtypes", "shapes", "names", "worst_element", "time_s"):
         column[key] = []
     for index, result in samples:
         if not isinstance(result, OutputCompareResult):
@@ -360,6 +365,7 @@ def _output_columns(name: str, samples) -> dict:
         column["worst_element"].append(
             element_json(result.worst_values, result.worst_absdiff, result.worst_reldiff, result.nan_counts)
         )
+        column["time_s"].append(json_number(getattr(result, "time_s", None)))
     return {"output": name, "thresholds": thresholds, **column}
 
 
@@ -379,7 +385,11 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "model": run.model,
         "title": run.title,
         "commit": run.commit,
-        "config": {"sha256": run.config_sha256, "settings": run.settings},
+        "config": {
+            "sha256": run.config_sha256,
+            "settings": run.settings,
+            **({"path": run.config_path} if run.config_path else {}),
+        },
         "golden": {
             "iterations": run.total,
             "files_sha256": run.golden["files_sha256"],
@@ -508,6 +518,8 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
         elements = [None] * n
     elif not isinstance(elements, list) or len(elements) != n:
         raise read.fail(f"{where}.worst_element", f"a list of {n} entries (one per iteration)")
+    # Comparison times (optional: files written before they were recorded have none).
+    times = read.column(data, "time_s", where, n) if data.get("time_s") is not None else [None] * n
     samples = []
     for j, index in enumerate(indices):
         spot = f"{where}[{index}]"
@@ -548,6 +560,7 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             output0_name=names[0],
             output1_name=names[1],
             **{metric: read.number(col[metric][j], f"{spot}.{metric}") for metric in METRIC_FIELDS},
+            time_s=read.number(times[j], f"{spot}.time_s"),
         )
         samples.append((index, result))
     return name, samples
@@ -630,7 +643,10 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         stopped = {
             "iteration": read.integer(stopped.get("iteration"), "stopped.iteration", optional=True),
             "message": read.get(stopped, "message", "stopped.message", str, "a string"),
+            "output": read.get(stopped, "output", "stopped.output", str, "a string", optional=True),
         }
+        if stopped["output"] is None:  # files from runs whose stop named no output
+            del stopped["output"]
     aggregation = data.get("aggregation")
     if aggregation not in ("per_sample", "average"):
         raise read.fail("aggregation", '"per_sample" or "average"')
@@ -665,6 +681,7 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         duration_s=duration if math.isfinite(duration) else 0.0,
         facts={str(k): str(v) for k, v in facts.items()},
         commit=commit if isinstance(commit, str) else None,
+        config_path=read.get(config, "path", "config.path", str, "a string", optional=True) or "",
     )
 
 

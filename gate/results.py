@@ -70,6 +70,9 @@ class OutputVerdict:
     # iteration lacks the output or has no statistic), for charts; not part of row equality.
     values: list | None = field(default=None, compare=False, repr=False)
     baseline_values: list | None = field(default=None, compare=False, repr=False)
+    # Seconds spent comparing this output over every iteration (None: not measured, e.g. read from
+    # a file that does not record it); the JUnit testcase's time. Not part of row equality.
+    time_s: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def dtypes_differ(self) -> bool:
@@ -194,6 +197,8 @@ class GateResult:
     fail_on: str = "threshold"  # or "regression" (gate.baseline)
     # What was compared, for a partial result file (gate.partial.ComparedRun); not part of equality.
     run: object | None = field(default=None, compare=False, repr=False)
+    # The gate.toml the run was configured by (as given), for the JUnit file's ``file`` attribute.
+    config_path: str = field(default="", compare=False)
 
     @property
     def exit_code(self) -> int:
@@ -284,6 +289,9 @@ def verdicts(accuracy: AccuracyResult, indices=None) -> list[OutputVerdict]:
             row = _verdict(pair, name, samples, averages.get(name))
             if row.stat is not None:
                 row.values = [_stat_values(result, row.stat)[0] for _, result in samples]
+            times = [getattr(result, "time_s", None) for _, result in samples]
+            if samples and None not in times:
+                row.time_s = float(sum(times))
             if indices is not None and row.worst_iteration is not None:
                 row.worst_iteration = indices[row.worst_iteration]
             if indices is not None and row.rel_iteration is not None:
@@ -305,6 +313,17 @@ def finish_rows(rows: list[OutputVerdict], where) -> None:
         if row.error and row.worst_iteration is not None:  # say where it could not be compared
             place = where(row.worst_iteration)
             row.error += f" at iteration {row.worst_iteration}" + (f" ({place})" if place else "")
+
+
+def mark_stopping_output(result: GateResult, stopped: dict) -> None:
+    """After a run stopped part-way (``stopped``: ``{"iteration", "message", "output"?}``), the rows of
+    the output that stopped it (e.g. its golden values hold NaN under ``validate``) are errors, so that
+    no report reads that output as passed over the iterations compared before the stop."""
+    output = stopped.get("output")
+    for row in result.rows:
+        if output is not None and row.output == output and not row.error:
+            row.passed = False
+            row.error = f"stopped the run at iteration {stopped.get('iteration')} (see the error message)"
 
 
 def gate_result(model, title, rows, iterations, duration, facts) -> GateResult:

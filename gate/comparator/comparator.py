@@ -333,10 +333,12 @@ class Comparator:
                 for index, run in enumerate(run_results):
                     for name, _, out in invalid_outputs(run):
                         kind = "NaN or Inf" if check_inf else "NaN"
-                        raise GateError(
+                        err = GateError(
                             f"Output validation failed: iteration {index} contains invalid values (NaNs/Infs): "
                             f"runner '{name}', output '{out}' contains {kind}."
                         )
+                        err.output = out  # which output stopped the stream, for the reports
+                        raise err
                     yield run
             finally:
                 if hasattr(run_results, "close"):

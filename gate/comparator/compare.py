@@ -13,6 +13,7 @@ a shape mismatch is a failed result that carries the reason (D8).
 from __future__ import annotations
 
 import math
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -207,6 +208,7 @@ class OutputCompareResult(CompareResult):
         self.shapes = extra.pop("shapes", None)
         self.output0_name = extra.pop("output0_name", None)
         self.output1_name = extra.pop("output1_name", None)
+        self.time_s = extra.pop("time_s", None)  # seconds this comparison took (set by SimpleCompareFunc)
         if extra:
             raise TypeError(f"Unknown OutputCompareResult fields: {sorted(extra)}")
 
@@ -524,6 +526,7 @@ class SimpleCompareFunc(BaseCompareFunc):
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
         results = OrderedDict()
         for name0, name1 in pair_outputs(iter_result0, iter_result1, self.find_output_func):
+            start = time.perf_counter()
             if name1 is None:
                 results[name0] = missing_output_result(name0, iter_result1.runner_name)
             elif name0 is None:
@@ -545,6 +548,7 @@ class SimpleCompareFunc(BaseCompareFunc):
                 )
                 result.output0_name, result.output1_name = name0, name1
                 results[name0] = result
+            results[name0 if name0 is not None else name1].time_s = time.perf_counter() - start
             if self.fail_fast and not results[name0 if name0 is not None else name1]:
                 break
         return results

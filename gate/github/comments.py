@@ -29,8 +29,20 @@ from gate.github.actions import redact
 
 MARKER_PREFIX = "<!-- accuracy-gate:"
 DIGEST_PREFIX = "<!-- accuracy-gate-digest:"
+AUTHOR_PREFIX = "<!-- accuracy-gate-author:"
 DEFAULT_AUTHOR = "github-actions[bot]"
 """The login of comments made with the workflow's ``GITHUB_TOKEN``."""
+INSTALLATION_TOKEN_PREFIX = "ghs_"
+"""GitHub's prefix of installation access tokens: the workflow's ``GITHUB_TOKEN`` and GitHub App
+tokens (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/). ``GET /user``
+always answers 403 for them, so it is not asked."""
+LONGEST_LOGIN = 39 + len("[bot]")
+"""GitHub logins have at most 39 characters; an App's bot adds ``[bot]``."""
+UNKNOWN_AUTHOR_WARNING = (
+    "GitHub did not say who authored the PR comment just created, so the next run cannot find it and "
+    "will post another; set the comment_author input to the login of the token's user or App bot."
+)
+_BOT_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}\[bot\]")
 API_VERSION = "2022-11-28"
 COMMENT_LIMIT = 65536
 """GitHub's comment body limit in characters (HTTP 422 "Body is too long")."""
@@ -367,15 +379,24 @@ class GitHubClient:
         url = f"{self._repo_url(repo)}/issues/comments/{int(comment_id)}"
         return self._call("PATCH", url, json={"body": body}).json()
 
+    @property
+    def can_read_user(self) -> bool:
+        """False for an installation token (``ghs_``: ``GITHUB_TOKEN`` or a GitHub App's), which ``GET /user``
+        always refuses with 403; True for personal and OAuth tokens."""
+        return not self._token.startswith(INSTALLATION_TOKEN_PREFIX)
+
     def authenticated_login(self) -> str | None:
         """Return the login the token acts as, or None when the token may not read it.
 
         ``GET /user`` (https://docs.github.com/rest/users/users#get-the-authenticated-user); a
-        ``GITHUB_TOKEN`` or App installation token gets 403 there.
+        ``GITHUB_TOKEN`` or App installation token gets 403 there, so for those (``can_read_user``
+        False) nothing is sent.
 
         Raises:
             GitHubError: on other API errors (5xx, no response).
         """
+        if not self.can_read_user:
+            return None
         url = f"{self.api_url}/user"
         response = self._request("GET", url)
         if response.status_code in (401, 403, 404):
@@ -419,11 +440,47 @@ def digest_marker(digest: str) -> str:
     return f"{DIGEST_PREFIX}{digest} -->"
 
 
-def header_size(key: str, digest: str | None = None) -> int:
+def author_marker(login: str) -> str:
+    """Return the hidden line ``<!-- accuracy-gate-author:{login} -->`` that records which App bot
+    created the comment, for a token whose own login cannot be read (see :func:`upsert_comment`).
+
+    Raises:
+        GateError: for a login that is not a GitHub App bot's (``name[bot]``).
+    """
+    if not _BOT_LOGIN.fullmatch(login or ""):
+        raise GateError(f"Login {login!r} is not a GitHub App bot's login (name[bot]).")
+    return f"{AUTHOR_PREFIX}{login} -->"
+
+
+def header_size(key: str, digest: str | None = None, author: str | int | None = None) -> int:
     """UTF-8 bytes that :func:`upsert_comment` adds in front of a body (the marker lines), so that a
-    caller can render the report into ``COMMENT_TRUNCATE_AT - header_size(...)``."""
+    caller can render the report into ``COMMENT_TRUNCATE_AT - header_size(...)``. ``author``: the
+    login of an author line, or its length (``LONGEST_LOGIN`` reserves room for any)."""
     lines = [marker(key)] + ([digest_marker(digest)] if digest else [])
-    return utf8_len("\n".join(lines) + "\n")
+    extra = 0
+    if author is not None:
+        length = author if isinstance(author, int) else len(author)
+        extra = len(AUTHOR_PREFIX) + length + len(" -->\n")
+    return utf8_len("\n".join(lines) + "\n") + extra
+
+
+def _login_of(comment: dict[str, Any]) -> str:
+    return str((comment.get("user") or {}).get("login", "")).casefold()
+
+
+def _adopted(comment: dict[str, Any]) -> bool:
+    """The comment records (in its author line) the App bot that wrote it, and GitHub agrees: its
+    author is that bot and it was made through a GitHub App. A person quoting our comment has their own
+    login, and no person's login can end in ``[bot]``."""
+    login = _login_of(comment)
+    lines = (comment.get("body") or "").splitlines()[:3]
+    recorded = [line[len(AUTHOR_PREFIX) : -len(" -->")] for line in lines if line.startswith(AUTHOR_PREFIX)]
+    return (
+        bool(recorded)
+        and recorded[0].casefold() == login
+        and bool(_BOT_LOGIN.fullmatch(recorded[0]))
+        and bool(comment.get("performed_via_github_app"))
+    )
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -444,12 +501,16 @@ def upsert_comment(
 ) -> dict[str, Any]:
     """Create or update the one accuracy-gate comment for ``key`` on pull request ``number``.
 
-    The body gets ``marker(key)`` as its first line (and ``digest_marker(digest)`` as its second when
-    ``digest`` is given) and is cut to :data:`COMMENT_TRUNCATE_AT` bytes at most. Among the comments
-    containing that marker, only those by ``author`` count: the given login, else the token's own
-    login (``client.authenticated_login()``), else ``github-actions[bot]`` (the ``GITHUB_TOKEN``
-    identity; pass ``author`` explicitly for an App token, whose ``/user`` is unreadable). Every page
-    of comments is searched; the newest match (highest ``id``) is the one kept up to date.
+    The body gets ``marker(key)`` as its first line (and ``digest_marker(digest)`` as its last marker
+    line when ``digest`` is given) and is cut to :data:`COMMENT_TRUNCATE_AT` bytes at most. Among the
+    comments containing that marker, only those by the comment's author count: ``author`` when given,
+    else the token's own login (``client.authenticated_login()``, not asked for installation tokens).
+    When neither is known (a ``GITHUB_TOKEN`` or a GitHub App token), the author is the one GitHub
+    reports for the comment we create: a comment whose author line (:func:`author_marker`) names its
+    real author, an App bot, is ours; else one by ``github-actions[bot]`` (the ``GITHUB_TOKEN``). A
+    comment created by another bot than ``github-actions[bot]`` gets that author line in one PATCH, so
+    the next run finds it again; nothing is stored anywhere else. Every page of comments is searched;
+    the newest match (highest ``id``) is the one kept up to date.
 
     - No match: POST a new comment when ``create``, else do nothing ("skipped").
     - A match whose body is the same text, or (with ``digest``) that carries the same digest line:
@@ -458,27 +519,42 @@ def upsert_comment(
 
     Returns:
         ``{"action": "created" | "updated" | "unchanged" | "skipped", "comment_id": int | None,
-        "html_url": str | None}``.
+        "html_url": str | None}``, plus ``"warning"`` (:data:`UNKNOWN_AUTHOR_WARNING`) when GitHub did
+        not name the author of the comment created, so that the next run cannot find it.
     Raises:
         GitHubError: on an API error (``.read_only`` tells a read-only token apart).
         GateError: for an empty key or a malformed ``repo``.
     """
     tag = marker(key)
-    head = tag + (f"\n{digest_marker(digest)}" if digest else "")
-    full_body = fit_comment_body(f"{head}\n{body}")
-    login = (author or client.authenticated_login() or DEFAULT_AUTHOR).casefold()
-    ours = [
-        c
-        for c in client.list_issue_comments(repo, number)
-        if tag in (c.get("body") or "") and str((c.get("user") or {}).get("login", "")).casefold() == login
-    ]
+
+    def full(author_line: str | None) -> str:
+        lines = [tag] + ([author_line] if author_line else []) + ([digest_marker(digest)] if digest else [])
+        return fit_comment_body("\n".join(lines) + f"\n{body}")
+
+    login = author or client.authenticated_login()
+    tagged = [c for c in client.list_issue_comments(repo, number) if tag in (c.get("body") or "")]
+    if login:
+        ours = [c for c in tagged if _login_of(c) == login.casefold()]
+    else:
+        ours = [c for c in tagged if _adopted(c)] or [c for c in tagged if _login_of(c) == DEFAULT_AUTHOR]
     if not ours:
         if not create:
             return {"action": "skipped", "comment_id": None, "html_url": None}
-        created = client.create_issue_comment(repo, number, full_body)
-        return {"action": "created", "comment_id": created["id"], "html_url": created.get("html_url")}
+        created = client.create_issue_comment(repo, number, full(None))
+        outcome = {"action": "created", "comment_id": created["id"], "html_url": created.get("html_url")}
+        if login:
+            return outcome
+        by = str((created.get("user") or {}).get("login") or "")
+        if not by or not (_BOT_LOGIN.fullmatch(by) and created.get("performed_via_github_app")):
+            # A GITHUB_TOKEN's comment is found by its author next time; anything else cannot be.
+            return outcome if by.casefold() == DEFAULT_AUTHOR else {**outcome, "warning": UNKNOWN_AUTHOR_WARNING}
+        if by.casefold() != DEFAULT_AUTHOR:  # an App's bot: record it in the comment itself
+            client.update_issue_comment(repo, created["id"], full(author_marker(by)))
+        return outcome
     newest = max(ours, key=lambda c: c["id"])
     existing = newest.get("body") or ""
+    author_line = author_marker(newest["user"]["login"]) if not login and _adopted(newest) else None
+    full_body = full(author_line)
     if _same_text(existing, full_body) or (digest and digest_marker(digest) in existing.splitlines()[:3]):
         return {"action": "unchanged", "comment_id": newest["id"], "html_url": newest.get("html_url")}
     updated = client.update_issue_comment(repo, newest["id"], full_body)
