@@ -40,6 +40,13 @@ def _add_onnxrt(parser):
     parser.add_argument(
         "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
     )
+    parser.add_argument(
+        "--provider-options",
+        nargs="+",
+        action="extend",
+        metavar="EP:KEY=VALUE[,...]",
+        help="options of an execution provider, e.g. CUDAExecutionProvider:device_id=0,use_tf32=0",
+    )
 
 
 def _add_common(parser):
@@ -265,6 +272,7 @@ def overrides_from_args(args) -> dict:
         "golden": args.golden,
         "execution_providers": args.execution_providers,
         "graph_optimization_level": args.graph_optimization_level,
+        "provider_options": _provider_options(args),
         "root": args.root,
     }
     if getattr(args, "command", None) == "record":
@@ -285,6 +293,12 @@ def overrides_from_args(args) -> dict:
             else None,
         )
     return overrides
+
+
+def _provider_options(args) -> dict | None:
+    from gate.backend.providers import parse_provider_options
+
+    return parse_provider_options(args.provider_options, "--provider-options") if args.provider_options else None
 
 
 def flag_names(overrides: dict) -> dict:
@@ -605,6 +619,7 @@ def run_run(args, reports: _Reports) -> int:
         runners=args.runner_flags or ["onnxrt"],
         execution_providers=args.execution_providers or ["CPUExecutionProvider"],
         graph_optimization_level=args.graph_optimization_level or "all",
+        provider_options=_provider_options(args) or {},
         atol=parse_per_output(args.atol, _float, "--atol") if args.atol else 1e-5,
         rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else 1e-5,
         check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")

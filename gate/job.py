@@ -17,6 +17,7 @@ import onnx
 
 import gate
 from gate.backend.golden import GoldenRunner
+from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.comparator.data_loader import coerce_feed_dict
@@ -90,7 +91,9 @@ def _check_external_data(model_path: Path, model) -> None:
 
 def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
     if kind == "onnxrt":
-        session = SessionFromOnnx(cfg.model, cfg.execution_providers, cfg.graph_optimization_level)
+        session = SessionFromOnnx(
+            cfg.model, cfg.execution_providers, cfg.graph_optimization_level, provider_options=cfg.provider_options
+        )
         return OnnxrtRunner(session, name=name or "onnxrt")
     if kind == "trt":
         return trt_runner(cfg, name or "trt")
@@ -254,6 +257,7 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
         "python_version": platform.python_version(),
         "execution_providers": ",".join(providers or cfg.execution_providers),
         "model_sha256": model_sha256,
+        **runtime_facts(runners),  # providers in use with their options; the GPU and its libraries
     }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gate.backend.base import BaseRunner, TensorMetadata
+from gate.backend.providers import captured_messages, check_provider_options, providers_in_use, require_active
 from gate.errors import GateError
 
 _ORT_TYPES = {
@@ -40,15 +41,26 @@ class SessionFromOnnx:
         graph_optimization_level: ``disable``, ``basic``, ``extended`` or ``all`` (default ``all``,
             onnxruntime's default).
         intra_op_num_threads: 0 lets onnxruntime choose.
+        provider_options: ``{provider: {option: value}}`` (``gate.backend.providers``), e.g.
+            ``{"CUDAExecutionProvider": {"device_id": 0, "use_tf32": 0}}``.
 
     Raises:
-        GateError: the file is missing or not a model onnxruntime can load; an unknown execution
-            provider.
+        GateError: the file is missing or not a model onnxruntime can load; an execution provider
+            onnxruntime does not know; a requested provider that is not active in the session
+            (``gate.backend.providers.require_active``: names it and ONNX Runtime's reason).
     """
 
-    def __init__(self, path, execution_providers=None, graph_optimization_level="all", intra_op_num_threads=0):
+    def __init__(
+        self,
+        path,
+        execution_providers=None,
+        graph_optimization_level="all",
+        intra_op_num_threads=0,
+        provider_options=None,
+    ):
         self.path = Path(path)
         self.execution_providers = list(execution_providers or ["CPUExecutionProvider"])
+        self.provider_options = check_provider_options(provider_options or {}, self.execution_providers, f"{self.path}")
         if graph_optimization_level not in GRAPH_OPTIMIZATION_LEVELS:
             raise GateError(
                 f"graph_optimization_level '{graph_optimization_level}' is not one of "
@@ -63,9 +75,9 @@ class SessionFromOnnx:
         # Errors reach the user as one GateError line; onnxruntime's own multi-line, coloured error
         # logs would repeat them.
         ort.set_default_logger_severity(4)
-        available = ort.get_available_providers()
-        unknown = [p for p in self.execution_providers if p not in available]
-        if unknown:
+        known, available = ort.get_all_providers(), ort.get_available_providers()
+        unknown = [p for p in self.execution_providers if p not in known]
+        if unknown:  # a typo; a known provider this build lacks is refused after the session is made
             raise GateError(
                 f"Execution provider(s) {unknown} are not available in this onnxruntime build; available: {available}."
             )
@@ -80,11 +92,24 @@ class SessionFromOnnx:
         }[self.graph_optimization_level]
         options.intra_op_num_threads = self.intra_op_num_threads
         options.log_severity_level = 4  # errors reach the user as one GateError line instead
+        lines: list = []
+        # Warnings while the session is made say why a provider fell back to the CPU: caught, not shown.
+        ort.set_default_logger_severity(2)
         try:
-            return ort.InferenceSession(str(self.path), sess_options=options, providers=self.execution_providers)
+            with captured_messages(lines):
+                session = ort.InferenceSession(
+                    str(self.path),
+                    sess_options=options,
+                    providers=self.execution_providers,
+                    provider_options=[self.provider_options.get(p, {}) for p in self.execution_providers],
+                )
         except Exception as err:  # onnxruntime raises its own Fail / InvalidProtobuf / NoSuchFile types
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{self.path}: onnxruntime cannot load the model ({message}).") from err
+        finally:
+            ort.set_default_logger_severity(4)
+        require_active(session, self.execution_providers, lines, str(self.path))
+        return session
 
 
 class OnnxrtRunner(BaseRunner):
@@ -104,9 +129,11 @@ class OnnxrtRunner(BaseRunner):
         super().__init__(name)
         self._sess_arg = sess
         self.sess = None
+        self.providers_in_use: dict = {}  # provider -> options in effect (set at activation; kept after)
 
     def activate_impl(self):
         self.sess = self._sess_arg() if callable(self._sess_arg) else self._sess_arg
+        self.providers_in_use = providers_in_use(self.sess, getattr(self._sess_arg, "provider_options", {}))
         self._output_names = [o.name for o in self.sess.get_outputs()]
         self._metadata = TensorMetadata()
         for node in self.sess.get_inputs():
@@ -125,7 +152,8 @@ class OnnxrtRunner(BaseRunner):
 
     @property
     def execution_providers(self) -> list[str]:
-        return self.sess.get_providers() if self.sess is not None else []
+        """The session's providers (after deactivation: those it used)."""
+        return self.sess.get_providers() if self.sess is not None else list(self.providers_in_use)
 
     def infer_impl(self, feed_dict):
         start = time.perf_counter()
