@@ -154,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--write-partial", metavar="PATH", help="write the partial result file (for 'merge' or as a baseline)"
     )
+    check.add_argument(
+        "--devices", metavar="all|0,1,...", help="one shard per GPU, in parallel processes, merged (gate.parallel)"
+    )
+    check.add_argument("--jobs", type=int, metavar="N", help="N shards in N parallel CPU processes, merged")
     check.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     _add_baseline(check)
 
@@ -480,7 +484,15 @@ def run_check(args, reports: _Reports) -> int:
     protected = reports.progress["protected"] + _reads(args)
     reports.paths = _report_paths(args, reports.progress["root"], protected, cfg.junit, partial_default)
     baseline = _baseline(args)
-    result = check(cfg, shard, partial=bool(args.write_partial))
+    if args.devices is not None or args.jobs is not None:  # shards in parallel processes, merged
+        from gate.parallel import check_parallel, parse_devices
+
+        if shard is not None:
+            raise GateError("--shard cannot be combined with --devices or --jobs (they shard the run themselves).")
+        devices = parse_devices(args.devices) if args.devices is not None else None
+        result = check_parallel(cfg, devices, None if devices is not None else args.jobs)
+    else:
+        result = check(cfg, shard, partial=bool(args.write_partial))
     if args.write_partial:
         print(f"partial result file: {write_partial(result.run, args.write_partial)}")
     code = _report(args, result, reports, baseline)
