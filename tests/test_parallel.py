@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import perturb_golden, run_cli
 
 from gate.errors import GateError
 from gate.parallel import parse_devices
+
+from conftest import perturb_golden, run_cli
 
 VOLATILE = ("duration_s", "scope")
 
