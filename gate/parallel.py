@@ -142,5 +142,7 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
                 raise GateError(f"{where}: the process ended with exit code {process.exitcode} and no result.")
             runs.append((path, read_partial(path)))
         run = merge_runs(runs)
-    run.scope = f"{count} shards in parallel" + (f" on devices {','.join(devices)}" if devices is not None else "")
+    run.scope = f"{count} shard{'s' if count > 1 else ''} in parallel" + (
+        f" on devices {','.join(devices)}" if devices is not None else ""
+    )
     return result_of(run)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -141,9 +142,9 @@ def runtime_facts(runners) -> dict[str, str]:
 
 
 def tf32_in_use(facts: dict) -> bool:
-    """The CUDA provider ran with TF32 on (``use_tf32=1``, ONNX Runtime's default)."""
-    text = facts.get("onnxrt_providers", "")
-    return "CUDAExecutionProvider(" in text and "use_tf32=1" in text.split("CUDAExecutionProvider(", 1)[1].split(")")[0]
+    """The CUDA provider ran with TF32 on: ``use_tf32`` is not ``0`` (absent: ONNX Runtime's default, on)."""
+    match = re.search(r"CUDAExecutionProvider(?:\(([^)]*)\))?", facts.get("onnxrt_providers", ""))
+    return match is not None and "use_tf32=0" not in (match.group(1) or "").replace(" ", "")
 
 
 TF32_NOTE = (
