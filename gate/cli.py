@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--devices", metavar="all|0,1,...", help="one shard per GPU, in parallel processes, merged (gate.parallel)"
     )
     check.add_argument("--jobs", type=int, metavar="N", help="N shards in N parallel CPU processes, merged")
+    check.add_argument(
+        "--preview-precision",
+        choices=["fp16", "bf16"],
+        help="convert the model as strongly typed TensorRT would and check it under ONNX Runtime CPU",
+    )
     check.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     _add_baseline(check)
 
@@ -471,7 +476,6 @@ def trt_overrides(args) -> dict:
 
 
 def run_check(args, reports: _Reports) -> int:
-    from gate.job import check
     from gate.partial import default_partial_name, parse_shard, write_partial
 
     reports.model = Path(args.model or args.config).name
@@ -484,15 +488,9 @@ def run_check(args, reports: _Reports) -> int:
     protected = reports.progress["protected"] + _reads(args)
     reports.paths = _report_paths(args, reports.progress["root"], protected, cfg.junit, partial_default)
     baseline = _baseline(args)
-    if args.devices is not None or args.jobs is not None:  # shards in parallel processes, merged
-        from gate.parallel import check_parallel, parse_devices
+    from gate.parallel import check_with  # plain, in parallel (--devices / --jobs) or a precision preview
 
-        if shard is not None:
-            raise GateError("--shard cannot be combined with --devices or --jobs (they shard the run themselves).")
-        devices = parse_devices(args.devices) if args.devices is not None else None
-        result = check_parallel(cfg, devices, None if devices is not None else args.jobs)
-    else:
-        result = check(cfg, shard, partial=bool(args.write_partial))
+    result = check_with(cfg, shard, bool(args.write_partial), args.devices, args.jobs, args.preview_precision)
     if args.write_partial:
         print(f"partial result file: {write_partial(result.run, args.write_partial)}")
     code = _report(args, result, reports, baseline)

@@ -146,3 +146,36 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
         f" on devices {','.join(devices)}" if devices is not None else ""
     )
     return result_of(run)
+
+
+def check_with(
+    cfg,
+    shard=None,
+    partial: bool = False,
+    devices: str | None = None,
+    jobs: int | None = None,
+    preview: str | None = None,
+):
+    """The check the flags ask for: ``gate.job.check`` (shard ``shard``), or shards in parallel
+    processes (``devices``: ``--devices``' text, :func:`parse_devices`; ``jobs``: ``--jobs``), or a
+    precision preview (``preview``: ``fp16`` / ``bf16``, ``gate.preview.check_preview``).
+
+    Raises:
+        GateError: flags that cannot go together (``--shard`` or ``--preview-precision`` with
+            ``--devices`` / ``--jobs``); any error of the check itself.
+    """
+    parallel = devices is not None or jobs is not None
+    if parallel and shard is not None:
+        raise GateError("--shard cannot be combined with --devices or --jobs (they shard the run themselves).")
+    if parallel and preview:
+        raise GateError("--preview-precision runs in one process; leave out --devices and --jobs.")
+    if preview:
+        from gate.preview import check_preview
+
+        return check_preview(cfg, preview, shard, partial=partial)
+    if parallel:
+        listed = parse_devices(devices) if devices is not None else None
+        return check_parallel(cfg, listed, None if listed is not None else jobs)
+    from gate.job import check
+
+    return check(cfg, shard, partial=partial)
