@@ -16,6 +16,8 @@ import numpy as np
 import onnx
 
 import gate
+from gate.ahead import StreamAhead
+from gate.ahead import on_gpu as inference_ahead
 from gate.backend.golden import GoldenRunner
 from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
@@ -194,9 +196,10 @@ class _Progress:
                 )
             yield feed_dict
 
-    def stop(self, err: GateError):
+    def stop(self, err: GateError, position: int | None = None):
+        """Records the first error; ``position``: the iteration it concerns (default: the one being run)."""
         if self.error is None:
-            self.error, self.error_iteration = err, self.current
+            self.error, self.error_iteration = err, self.current if position is None else position
             log.debug("the stream stopped at iteration %s:", self.current, exc_info=err)  # --verbose: the traceback
 
     def until_error(self, stream):
@@ -240,7 +243,7 @@ class _Guarded:
         try:
             return self.func(result0, result1)
         except GateError as err:
-            self.progress.stop(err)
+            self.progress.stop(err, self.progress.compared)  # the stream may already run the next one
             return OrderedDict()
 
 
@@ -342,6 +345,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     )
     if cfg.validate:
         stream = Comparator.validate(stream, check_nan=True)
+    if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
+        stream = StreamAhead(stream)
     accuracy = Comparator.compare_accuracy(
         progress.until_error(stream),
         compare_func=_Guarded(compare_func, progress),
