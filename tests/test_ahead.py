@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 import pytest
-from test_cli import make_gather_model, write_gate_toml
+from test_cli import gather_golden_set_failing_at_2
 
 import gate.job
 from gate.ahead import StreamAhead, on_gpu
 from gate.config import load_config
 from gate.errors import GateError
 
-from conftest import perturb_golden, run_cli
+from conftest import perturb_golden
 
 
 def test_stream_ahead_keeps_order_values_and_errors():
@@ -79,13 +78,7 @@ def test_check_with_the_stream_ahead_gives_the_same_result(example, ahead_on):
 
 
 def test_an_error_at_iteration_k_names_iteration_k_with_the_stream_ahead(tmp_path, ahead_on):
-    make_gather_model(tmp_path / "m.onnx")
-    (tmp_path / "inputs").mkdir()
-    for i in range(5):
-        np.savez(tmp_path / "inputs" / f"{i}.npz", ids=np.array([i, 9 - i], np.int64))
-    toml = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
-    assert run_cli("record", toml).returncode == 0
-    np.savez(tmp_path / "inputs" / "2.npz", ids=np.array([1, 99], np.int64))  # inference fails at 2
+    toml = gather_golden_set_failing_at_2(tmp_path)
     cfg = load_config(toml)
     results = []
     for on in (False, True):
