@@ -49,6 +49,7 @@ INPUTS = (
     "runners",
     "execution_providers",
     "graph_optimization_level",
+    "provider_options",
     "atol",
     "rtol",
     "check_error_stat",
@@ -266,6 +267,10 @@ def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
     overrides["graph_optimization_level"] = (
         actions.parse_choice("graph_optimization_level", level, GRAPH_OPTIMIZATION_LEVELS) if level else None
     )
+    if get("provider_options"):
+        from gate.backend.providers import parse_provider_options
+
+        overrides["provider_options"] = parse_provider_options(get("provider_options"), "Input `provider_options`")
     overrides["title"] = get("title")
     junit = get("junit_path")
     overrides["junit"] = str(actions.workspace_path("junit_path", junit, environ)) if junit else None

@@ -40,6 +40,13 @@ def _add_onnxrt(parser):
     parser.add_argument(
         "--graph-optimization-level", choices=["disable", "basic", "extended", "all"], help="ONNX Runtime setting"
     )
+    parser.add_argument(
+        "--provider-options",
+        nargs="+",
+        action="extend",
+        metavar="EP:KEY=VALUE[,...]",
+        help="options of an execution provider, e.g. CUDAExecutionProvider:device_id=0,use_tf32=0",
+    )
 
 
 def _add_common(parser):
@@ -152,6 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--write-partial", metavar="PATH", help="write the partial result file (for 'merge' or as a baseline)"
+    )
+    check.add_argument(
+        "--devices", metavar="all|0,1,...", help="one shard per GPU, in parallel processes, merged (gate.parallel)"
+    )
+    check.add_argument("--jobs", type=int, metavar="N", help="N shards in N parallel CPU processes, merged")
+    check.add_argument(
+        "--preview-precision",
+        choices=["fp16", "bf16"],
+        help="convert the model as strongly typed TensorRT would and check it under ONNX Runtime CPU",
     )
     check.add_argument("--report", metavar="PATH", help="also write the results file (accuracy-gate-report v1)")
     _add_baseline(check)
@@ -271,6 +287,7 @@ def overrides_from_args(args) -> dict:
         "golden": args.golden,
         "execution_providers": args.execution_providers,
         "graph_optimization_level": args.graph_optimization_level,
+        "provider_options": _provider_options(args),
         "root": args.root,
     }
     if getattr(args, "command", None) == "record":
@@ -292,6 +309,12 @@ def overrides_from_args(args) -> dict:
             else None,
         )
     return overrides
+
+
+def _provider_options(args) -> dict | None:
+    from gate.backend.providers import parse_provider_options
+
+    return parse_provider_options(args.provider_options, "--provider-options") if args.provider_options else None
 
 
 def flag_names(overrides: dict) -> dict:
@@ -460,7 +483,6 @@ def trt_overrides(args) -> dict:
 
 
 def run_check(args, reports: _Reports) -> int:
-    from gate.job import check
     from gate.partial import default_partial_name, parse_shard, write_partial
 
     reports.model = Path(args.model or args.config).name
@@ -473,7 +495,9 @@ def run_check(args, reports: _Reports) -> int:
     protected = reports.progress["protected"] + _reads(args)
     reports.paths = _report_paths(args, reports.progress["root"], protected, cfg.junit, partial_default)
     baseline = _baseline(args)
-    result = check(cfg, shard, partial=bool(args.write_partial))
+    from gate.parallel import check_with  # plain, in parallel (--devices / --jobs) or a precision preview
+
+    result = check_with(cfg, shard, bool(args.write_partial), args.devices, args.jobs, args.preview_precision)
     if args.write_partial:
         print(f"partial result file: {write_partial(result.run, args.write_partial)}")
     code = _report(args, result, reports, baseline)
@@ -612,6 +636,7 @@ def run_run(args, reports: _Reports) -> int:
         runners=args.runner_flags or ["onnxrt"],
         execution_providers=args.execution_providers or ["CPUExecutionProvider"],
         graph_optimization_level=args.graph_optimization_level or "all",
+        provider_options=_provider_options(args) or {},
         atol=parse_per_output(args.atol, _float, "--atol") if args.atol else 1e-5,
         rtol=parse_per_output(args.rtol, _float, "--rtol") if args.rtol else 1e-5,
         check_error_stat=parse_per_output(args.check_error_stat, str, "--check-error-stat")

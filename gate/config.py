@@ -11,6 +11,7 @@ overrides)``); per-output values use ``polygraphy run``'s ``[<output>:]<value>``
     [onnxrt]
     execution_providers = ["CPUExecutionProvider"]
     graph_optimization_level = "all"
+    # provider_options = { CUDAExecutionProvider = { device_id = 0, use_tf32 = 0 } }  # per provider
 
     [compare]
     atol = 1e-5                   # or a table per output: { "" = 1e-5, "logits" = 1e-3 }
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
+from gate.backend.providers import check_provider_options, merge_provider_options
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
 from gate.limits import TOML_DEPTH, parse_nested
@@ -51,7 +53,7 @@ RUNNERS = ("onnxrt", "trt")
 # key -> (section, type description)
 _SCHEMA = {
     "": {"model": str, "inputs": str, "golden": str, "runners": list, "reference_runner": str},
-    "onnxrt": {"execution_providers": list, "graph_optimization_level": str},
+    "onnxrt": {"execution_providers": list, "graph_optimization_level": str, "provider_options": dict},
     "compare": {
         "atol": (int, float, dict),
         "rtol": (int, float, dict),
@@ -94,6 +96,7 @@ class GateConfig:
     reference_runner: str = "onnxrt"
     execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     graph_optimization_level: str = "all"
+    provider_options: dict = field(default_factory=dict)  # provider -> {option: str}; gate.backend.providers
     atol: float | dict = 1e-5
     rtol: float | dict = 1e-5
     check_error_stat: str | dict = "elemwise"
@@ -340,6 +343,8 @@ def load_config(
             value = merge_per_output(settings[key], value)
         elif key == "trt":
             value = {**settings.get("trt", {}), **{k: v for k, v in value.items() if v is not None}}
+        elif key == "provider_options":
+            value = merge_provider_options(settings.get(key, {}), value)
         settings[key] = value
 
     for required in ("model", "inputs"):
@@ -378,6 +383,12 @@ def load_config(
         raise GateError(
             f"{flag('execution_providers') or path}: 'execution_providers' is empty; name at least one, "
             'e.g. ["CPUExecutionProvider"].'
+        )
+    if "provider_options" in settings:
+        settings["provider_options"] = check_provider_options(
+            settings["provider_options"],
+            settings.get("execution_providers", ["CPUExecutionProvider"]),
+            flag("provider_options") or path,
         )
     named = [("runners", runner) for runner in settings.get("runners", [])]
     for key, runner in [*named, ("reference_runner", settings.get("reference_runner", "onnxrt"))]:

@@ -16,7 +16,10 @@ import numpy as np
 import onnx
 
 import gate
+from gate.ahead import StreamAhead
+from gate.ahead import on_gpu as inference_ahead
 from gate.backend.golden import GoldenRunner
+from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator
 from gate.comparator.data_loader import coerce_feed_dict
@@ -83,7 +86,9 @@ def _check_external_data(model_path: Path, model) -> None:
 
 def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
     if kind == "onnxrt":
-        session = SessionFromOnnx(cfg.model, cfg.execution_providers, cfg.graph_optimization_level)
+        session = SessionFromOnnx(
+            cfg.model, cfg.execution_providers, cfg.graph_optimization_level, provider_options=cfg.provider_options
+        )
         return OnnxrtRunner(session, name=name or "onnxrt")
     if kind == "trt":
         return trt_runner(cfg, name or "trt")
@@ -184,9 +189,10 @@ class _Progress:
                 )
             yield feed_dict
 
-    def stop(self, err: GateError):
+    def stop(self, err: GateError, position: int | None = None):
+        """Records the first error; ``position``: the iteration it concerns (default: the one being run)."""
         if self.error is None:
-            self.error, self.error_iteration = err, self.current
+            self.error, self.error_iteration = err, self.current if position is None else position
             log.debug("the stream stopped at iteration %s:", self.current, exc_info=err)  # --verbose: the traceback
 
     def until_error(self, stream):
@@ -230,7 +236,7 @@ class _Guarded:
         try:
             return self.func(result0, result1)
         except GateError as err:
-            self.progress.stop(err)
+            self.progress.stop(err, self.progress.compared)  # the stream may already run the next one
             return OrderedDict()
 
 
@@ -247,6 +253,7 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
         "python_version": platform.python_version(),
         "execution_providers": ",".join(providers or cfg.execution_providers),
         "model_sha256": model_sha256,
+        **runtime_facts(runners),  # providers in use with their options; the GPU and its libraries
     }
 
 
@@ -334,6 +341,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     )
     if cfg.validate:
         stream = Comparator.validate(stream, check_nan=True)
+    if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
+        stream = StreamAhead(stream)
     accuracy = Comparator.compare_accuracy(
         progress.until_error(stream),
         compare_func=_Guarded(compare_func, progress),

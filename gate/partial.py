@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from gate.backend.gpu_facts import precision_note
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
@@ -216,6 +217,7 @@ def config_settings(cfg, model_sha256: str) -> dict:
         **({"nan_compare_equal": True} if getattr(cfg, "nan_compare_equal", False) else {}),
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
+        **({"provider_options": dict(cfg.provider_options)} if getattr(cfg, "provider_options", None) else {}),
     }
 
 
@@ -314,6 +316,8 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
     rows = verdicts(run.accuracy, run.indices)
     finish_rows(rows, where or run.where.get)
     result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))
+    if note := precision_note(result.facts, rows):  # e.g. TF32 on the GPU behind a float failure
+        result.facts["note"] = note
     if run.stopped is not None:
         result.status = ERROR
         result.stopped_at = run.stopped.get("iteration")

@@ -285,7 +285,9 @@ def make_gather_model(path):
     onnx.save(model, str(path))
 
 
-def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
+def gather_golden_set_failing_at_2(tmp_path):
+    """The Gather model with 5 recorded iterations, whose stored input 2 is then made out of range
+    (onnxruntime raises there); returns the gate.toml path."""
     make_gather_model(tmp_path / "m.onnx")
     (tmp_path / "inputs").mkdir()
     for i in range(5):
@@ -293,6 +295,11 @@ def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
     cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
     assert run_cli("record", cfg).returncode == 0
     np.savez(tmp_path / "inputs" / "2.npz", ids=np.array([1, 99], np.int64))  # out of range for the table
+    return cfg
+
+
+def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
+    cfg = gather_golden_set_failing_at_2(tmp_path)
     junit, summary = tmp_path / "j.xml", tmp_path / "summary.md"
     proc = run_cli("check", cfg, "--junit", junit, "--markdown", summary)
     assert proc.returncode == 2

@@ -12,6 +12,7 @@ import numpy as np
 from gate.backend import ort_dtypes
 from gate.backend.base import BaseLoader, BaseRunner, TensorMetadata
 from gate.backend.ort_install import import_onnxruntime
+from gate.backend.providers import captured_messages, check_provider_options, providers_in_use, require_active
 from gate.errors import GateError
 
 _ORT_TYPES = {
@@ -33,10 +34,12 @@ _ORT_TYPES = {
 GRAPH_OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 
 
-def match_providers(requested, available) -> list:
+def match_providers(requested, available, known=()) -> list:
     """Each requested execution provider (a name, or a ``(name, options)`` tuple) matched to an
     available one as Polygraphy does: the exact name, else the first available name that contains it
-    or is contained in it, case-insensitively (``"cpu"`` -> ``CPUExecutionProvider``).
+    or is contained in it, case-insensitively (``"cpu"`` -> ``CPUExecutionProvider``). An exact name
+    in ``known`` (every provider ONNX Runtime knows, e.g. CUDA on a CPU-only build) is kept as it is:
+    the session is made and ``require_active`` then says why it is not active, in ONNX Runtime's words.
 
     Raises:
         GateError: a provider matches none (Polygraphy's wording, listing the available ones)."""
@@ -45,7 +48,7 @@ def match_providers(requested, available) -> list:
         name = prov[0] if isinstance(prov, tuple) else prov
         found = (
             name
-            if name in available
+            if name in available or name in known
             else next((a for a in available if name.lower() in a.lower() or a.lower() in name.lower()), None)
         )
         if found is None:
@@ -70,10 +73,14 @@ class SessionFromOnnx(BaseLoader):
         graph_optimization_level: ``disable``, ``basic``, ``extended`` or ``all`` (default, onnxruntime's
             default), or an ``onnxruntime.GraphOptimizationLevel``.
         intra_op_num_threads: 0 lets onnxruntime choose.
+        provider_options: ``{provider: {option: value}}`` (``gate.backend.providers``), e.g.
+            ``{"CUDAExecutionProvider": {"device_id": 0, "use_tf32": 0}}``.
 
     Raises:
         GateError: (when called) the file is missing or not a model onnxruntime can load; an
-            execution provider that matches none available.
+            execution provider that matches none available; a requested provider that is not
+            active in the session (``gate.backend.providers.require_active``: names it and ONNX
+            Runtime's reason).
     """
 
     def __init__(
@@ -84,12 +91,15 @@ class SessionFromOnnx(BaseLoader):
         intra_op_num_threads=0,
         *,
         execution_providers=None,
+        provider_options=None,
     ):
         self._model_bytes_or_path = model_bytes
         self.path = Path(model_bytes) if isinstance(model_bytes, (str, os.PathLike)) else None
         chosen = providers if providers is not None else execution_providers
         self.execution_providers = list(chosen or ["CPUExecutionProvider"])
         self.providers = self.execution_providers
+        names = [p[0] if isinstance(p, tuple) else p for p in self.execution_providers]
+        self.provider_options = check_provider_options(provider_options or {}, names, str(self.path or "model"))
         level = "all" if graph_optimization_level is None else graph_optimization_level
         if isinstance(level, str) and level not in GRAPH_OPTIMIZATION_LEVELS:
             raise GateError(f"graph_optimization_level '{level}' is not one of {', '.join(GRAPH_OPTIMIZATION_LEVELS)}.")
@@ -113,7 +123,7 @@ class SessionFromOnnx(BaseLoader):
         # Errors reach the user as one GateError line; onnxruntime's own multi-line, coloured error
         # logs would repeat them.
         ort.set_default_logger_severity(4)
-        providers = match_providers(self.execution_providers, ort.get_available_providers())
+        providers = match_providers(self.execution_providers, ort.get_available_providers(), ort.get_all_providers())
         model, where = self._model()
         options = ort.SessionOptions()
         level = self.graph_optimization_level
@@ -127,11 +137,28 @@ class SessionFromOnnx(BaseLoader):
         options.graph_optimization_level = level
         options.intra_op_num_threads = self.intra_op_num_threads
         options.log_severity_level = 4  # errors reach the user as one GateError line instead
+        lines: list = []
+        # Warnings while the session is made say why a provider fell back to the CPU: caught, not shown.
+        ort.set_default_logger_severity(2)
         try:
-            return ort.InferenceSession(model, sess_options=options, providers=providers)
+            with captured_messages(lines):
+                session = ort.InferenceSession(model, sess_options=options, providers=self._with_options(providers))
         except Exception as err:  # onnxruntime raises its own Fail / InvalidProtobuf / NoSuchFile types
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{where}: onnxruntime cannot load the model ({message}).") from err
+        finally:
+            ort.set_default_logger_severity(4)
+        require_active(session, [p[0] if isinstance(p, tuple) else p for p in providers], lines, where)
+        return session
+
+    def _with_options(self, providers) -> list:
+        """``providers`` as ``(name, options)`` tuples where ``provider_options`` (or the tuple) gives any."""
+        out = []
+        for prov in providers:
+            name, options = (prov[0], dict(prov[1])) if isinstance(prov, tuple) else (prov, {})
+            options.update(self.provider_options.get(name, {}))
+            out.append((name, options) if options else name)
+        return out
 
 
 def session_from_onnx(model_bytes, providers=None, graph_optimization_level=None):
@@ -156,9 +183,11 @@ class OnnxrtRunner(BaseRunner):
         super().__init__(name)
         self._sess_arg = sess
         self.sess = None
+        self.providers_in_use: dict = {}  # provider -> options in effect (set at activation; kept after)
 
     def activate_impl(self):
         self.sess = self._sess_arg() if callable(self._sess_arg) else self._sess_arg
+        self.providers_in_use = providers_in_use(self.sess, getattr(self._sess_arg, "provider_options", {}))
         self._output_names = [o.name for o in self.sess.get_outputs()]
         self._output_types = [o.type for o in self.sess.get_outputs()]
         self._metadata = TensorMetadata()
@@ -178,7 +207,8 @@ class OnnxrtRunner(BaseRunner):
 
     @property
     def execution_providers(self) -> list[str]:
-        return self.sess.get_providers() if self.sess is not None else []
+        """The session's providers (after deactivation: those it used)."""
+        return self.sess.get_providers() if self.sess is not None else list(self.providers_in_use)
 
     def infer_impl(self, feed_dict):
         start = time.perf_counter()

@@ -78,4 +78,29 @@ def render_text(result: GateResult) -> str:
     )
     scope = scope_line(result)
     header_lines = [header] + ([scope] if scope else [])
-    return "\n".join([*header_lines, *lines, "", f"{VERDICTS[result.status]}: {result.message}"])
+    return "\n".join(
+        [*header_lines, *lines, *runtime_lines(result), "", f"{VERDICTS[result.status]}: {result.message}"]
+    )
+
+
+GPU_FACTS = (
+    ("gpu_name", "GPU {}"),
+    ("gpu_compute_capability", "compute capability {}"),
+    ("gpu_driver", "driver {}"),
+    ("cuda_runtime_version", "CUDA runtime {}"),
+    ("cudnn_version", "cuDNN {}"),
+    ("tensorrt_version", "TensorRT {}"),
+)
+
+
+def runtime_lines(result: GateResult) -> list[str]:
+    """The GPU and execution providers a run used, and any note on its precision (``gate.backend.
+    gpu_facts``), for the terminal; the other reports list every fact."""
+    facts = result.facts
+    gpu = ", ".join(text.format(facts[key]) for key, text in GPU_FACTS if facts.get(key))
+    lines = [f"runtime: {gpu}"] if gpu else []
+    if facts.get("onnxrt_providers") and (gpu or "(" in facts["onnxrt_providers"]):
+        lines.append(f"execution providers: {facts['onnxrt_providers']}")
+    if facts.get("note"):
+        lines.append(f"note: {facts['note']}")
+    return [""] + lines if lines else []

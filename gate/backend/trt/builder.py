@@ -27,6 +27,7 @@ import numpy as np
 from gate.backend.trt.cache import EngineCache, _write_atomic, cache_key, model_sha256, sha256_file
 from gate.backend.trt.flavour import first_error, flavour_of, import_trt, trt_logger
 from gate.backend.trt.layerwise import mark_network_outputs, not_produced, onnx_tensor_names
+from gate.backend.trt.precision import prepare_build
 from gate.backend.trt.probe import GpuInfo, probe_gpu
 from gate.backend.trt.settings import Profile, TrtBuildSettings
 from gate.errors import GateError
@@ -537,7 +538,11 @@ def build_engine(
     trt = import_trt(settings.flavour)
     gpu = _gpu_for_build(settings, gpu)
     cache = EngineCache(cache_dir) if cache_dir is not None else None
+    # Strongly typed TensorRT: fp16 / bf16 build a converted model (gate.backend.trt.precision).
+    model_path, build_settings, conversion = prepare_build(trt, model_path, settings, cache_dir)
     fields = build_key_fields(model_path, settings, trt.__version__, gpu, calibration_data) if cache else None
+    if fields is not None and conversion is not None:
+        fields["precision_conversion"] = conversion
     key = cache_key(fields) if cache else None
     if cache and not force:
         entry = cache.load(key, fields)
@@ -570,7 +575,7 @@ def build_engine(
     )
     config = builder.create_builder_config()
     profiles, profile_objects = apply_profiles(builder, network, config, settings.effective_profiles())
-    configure(trt, config, settings)
+    configure(trt, config, build_settings)
     progress = BuildProgress(progress_interval_s)
     monitor = make_progress_monitor(trt, progress)
     config.progress_monitor = monitor
