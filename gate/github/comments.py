@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.utils
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +25,24 @@ import requests
 
 import gate
 from gate.errors import GateError
+from gate.github.actions import redact
 
 MARKER_PREFIX = "<!-- accuracy-gate:"
 DIGEST_PREFIX = "<!-- accuracy-gate-digest:"
+AUTHOR_PREFIX = "<!-- accuracy-gate-author:"
 DEFAULT_AUTHOR = "github-actions[bot]"
 """The login of comments made with the workflow's ``GITHUB_TOKEN``."""
+INSTALLATION_TOKEN_PREFIX = "ghs_"
+"""GitHub's prefix of installation access tokens: the workflow's ``GITHUB_TOKEN`` and GitHub App
+tokens (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/). ``GET /user``
+always answers 403 for them, so it is not asked."""
+LONGEST_LOGIN = 39 + len("[bot]")
+"""GitHub logins have at most 39 characters; an App's bot adds ``[bot]``."""
+UNKNOWN_AUTHOR_WARNING = (
+    "GitHub did not say who authored the PR comment just created, so the next run cannot find it and "
+    "will post another; set the comment_author input to the login of the token's user or App bot."
+)
+_BOT_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}\[bot\]")
 API_VERSION = "2022-11-28"
 COMMENT_LIMIT = 65536
 """GitHub's comment body limit in characters (HTTP 422 "Body is too long")."""
@@ -43,6 +57,15 @@ _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/-]")  # no '>' or '!', so a key cannot end the HTML comment
 _NO_RETRY = (400, 401, 404, 410, 422)
+REQUEST_DEADLINE = 30.0
+"""Seconds one HTTP request may take in all, from connecting to the last byte of the body (the
+``timeout`` of ``requests`` bounds each read only, so a server trickling a byte at a time would
+otherwise keep the action alive without end)."""
+STEP_DEADLINE = 600.0
+"""Seconds one client (one GitHub step of the action: finding the pull request and writing the
+comment) may spend in all, its requests and its waits for rate limits included."""
+MAX_PAGES = 100
+"""The most pages a list endpoint is followed through (10,000 items at 100 per page)."""
 
 
 class GitHubError(GateError):
@@ -123,6 +146,9 @@ class GitHubClient:
         sleep: the wait function (tests pass a recorder).
         clock: the current time in epoch seconds, for ``x-ratelimit-reset`` (tests pass a fixed one).
         max_wait: give up instead of waiting more than this many seconds in all for one request.
+        deadline: seconds one request may take in all, connect, headers and body (not per read).
+        step_deadline: seconds this client may spend in all, over every request and wait; past it
+            every request fails at once.
     Raises:
         GateError: when ``token`` is empty.
     """
@@ -138,6 +164,8 @@ class GitHubClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         max_wait: float = 300.0,
+        deadline: float = REQUEST_DEADLINE,
+        step_deadline: float = STEP_DEADLINE,
     ) -> None:
         if not token:
             raise GateError("The GitHub token is empty; a token is needed to post the pull-request comment.")
@@ -145,6 +173,9 @@ class GitHubClient:
         self.timeout = timeout
         self.retries = retries
         self.max_wait = max_wait
+        self.deadline = deadline
+        self.step_deadline = step_deadline
+        self._step_end = time.monotonic() + step_deadline
         self._session = session if session is not None else requests.Session()
         self._sleep = sleep
         self._clock = clock
@@ -160,7 +191,43 @@ class GitHubClient:
         return f"GitHubClient(api_url={self.api_url!r})"
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._token, "***")
+        return redact(text, self._token)
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> requests.Response:
+        """One HTTP exchange that ends within :attr:`deadline` (and the step's deadline) in all.
+
+        ``requests`` has no total timeout, so the exchange runs in a daemon thread that is abandoned
+        (with its session) when the time is up; a daemon thread never keeps the process alive.
+
+        Raises:
+            GitHubError: the time ran out (status None); requests.RequestException: as requests raises it.
+        """
+        path = urlsplit(url).path
+        left = min(self.deadline, self._step_end - time.monotonic())
+        if left <= 0:
+            spent = f"the GitHub step ran past its {self.step_deadline:g} s limit"
+            raise GitHubError(None, f"GitHub API {method} {path} not sent: {spent}.")
+        outcome: dict[str, Any] = {}
+        session = self._session
+
+        def exchange() -> None:
+            try:
+                outcome["response"] = session.request(
+                    method, url, headers=self._headers, timeout=min(self.timeout, left), **kwargs
+                )
+            except BaseException as exc:  # handed to the caller's thread
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=exchange, name="accuracy-gate-http", daemon=True)
+        worker.start()
+        worker.join(left)
+        if worker.is_alive():
+            self._session = requests.Session()  # the abandoned exchange keeps the old one
+            limit = "its" if left >= self.deadline else "the GitHub step's"
+            raise GitHubError(None, f"GitHub API {method} {path} did not complete within {limit} {left:.3g} s limit.")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["response"]
 
     def _request(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         """Send one request with retries; return the last response, or raise GitHubError when none came."""
@@ -169,11 +236,11 @@ class GitHubClient:
         for attempt in range(self.retries + 1):
             final = attempt == self.retries
             try:
-                response = self._session.request(method, url, headers=self._headers, timeout=self.timeout, **kwargs)
+                response = self._send(method, url, **kwargs)
             except requests.RequestException as exc:
                 wait = 2.0**attempt
                 retryable = method != "POST" or isinstance(exc, requests.ConnectTimeout)
-                if final or not retryable or waited + wait > self.max_wait:
+                if final or not retryable or waited + wait > self.max_wait or not self._may_wait(wait):
                     message = self._redact(f"GitHub API {method} {path} failed without a response: {exc}")
                     raise GitHubError(None, message) from exc
                 self._sleep(wait)
@@ -184,9 +251,15 @@ class GitHubClient:
                 wait = 2.0**attempt
             if response.status_code in _NO_RETRY or wait is None or final or waited + wait > self.max_wait:
                 return response
+            if not self._may_wait(wait):  # the step's deadline comes first: answer with what came
+                return response
             self._sleep(wait)
             waited += wait
         raise AssertionError("unreachable")
+
+    def _may_wait(self, wait: float) -> bool:
+        """Whether waiting ``wait`` seconds before a retry still leaves the step some time."""
+        return time.monotonic() + wait < self._step_end
 
     def _error(self, method: str, url: str, response: requests.Response) -> GitHubError:
         try:
@@ -216,8 +289,8 @@ class GitHubClient:
         pages (https://docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api).
 
         Raises:
-            GitHubError: on an API error, a page that is not a list, or a next-page link to another
-                host (the token is not sent there).
+            GitHubError: on an API error, a page that is not a list, a next-page link to another
+                host (the token is not sent there), or more than :data:`MAX_PAGES` pages.
         """
         next_url: str | None = url
         next_params: dict[str, Any] | None = {"per_page": 100, **params}
@@ -225,6 +298,10 @@ class GitHubClient:
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         while next_url and next_url not in seen:
+            if len(seen) == MAX_PAGES:
+                raise GitHubError(
+                    None, f"GitHub API GET {urlsplit(url).path} has more than {MAX_PAGES} pages; expected fewer."
+                )
             seen.add(next_url)
             response = self._call("GET", next_url, params=next_params)
             page = response.json()
@@ -302,15 +379,24 @@ class GitHubClient:
         url = f"{self._repo_url(repo)}/issues/comments/{int(comment_id)}"
         return self._call("PATCH", url, json={"body": body}).json()
 
+    @property
+    def can_read_user(self) -> bool:
+        """False for an installation token (``ghs_``: ``GITHUB_TOKEN`` or a GitHub App's), which ``GET /user``
+        always refuses with 403; True for personal and OAuth tokens."""
+        return not self._token.startswith(INSTALLATION_TOKEN_PREFIX)
+
     def authenticated_login(self) -> str | None:
         """Return the login the token acts as, or None when the token may not read it.
 
         ``GET /user`` (https://docs.github.com/rest/users/users#get-the-authenticated-user); a
-        ``GITHUB_TOKEN`` or App installation token gets 403 there.
+        ``GITHUB_TOKEN`` or App installation token gets 403 there, so for those (``can_read_user``
+        False) nothing is sent.
 
         Raises:
             GitHubError: on other API errors (5xx, no response).
         """
+        if not self.can_read_user:
+            return None
         url = f"{self.api_url}/user"
         response = self._request("GET", url)
         if response.status_code in (401, 403, 404):
@@ -354,11 +440,47 @@ def digest_marker(digest: str) -> str:
     return f"{DIGEST_PREFIX}{digest} -->"
 
 
-def header_size(key: str, digest: str | None = None) -> int:
+def author_marker(login: str) -> str:
+    """Return the hidden line ``<!-- accuracy-gate-author:{login} -->`` that records which App bot
+    created the comment, for a token whose own login cannot be read (see :func:`upsert_comment`).
+
+    Raises:
+        GateError: for a login that is not a GitHub App bot's (``name[bot]``).
+    """
+    if not _BOT_LOGIN.fullmatch(login or ""):
+        raise GateError(f"Login {login!r} is not a GitHub App bot's login (name[bot]).")
+    return f"{AUTHOR_PREFIX}{login} -->"
+
+
+def header_size(key: str, digest: str | None = None, author: str | int | None = None) -> int:
     """UTF-8 bytes that :func:`upsert_comment` adds in front of a body (the marker lines), so that a
-    caller can render the report into ``COMMENT_TRUNCATE_AT - header_size(...)``."""
+    caller can render the report into ``COMMENT_TRUNCATE_AT - header_size(...)``. ``author``: the
+    login of an author line, or its length (``LONGEST_LOGIN`` reserves room for any)."""
     lines = [marker(key)] + ([digest_marker(digest)] if digest else [])
-    return utf8_len("\n".join(lines) + "\n")
+    extra = 0
+    if author is not None:
+        length = author if isinstance(author, int) else len(author)
+        extra = len(AUTHOR_PREFIX) + length + len(" -->\n")
+    return utf8_len("\n".join(lines) + "\n") + extra
+
+
+def _login_of(comment: dict[str, Any]) -> str:
+    return str((comment.get("user") or {}).get("login", "")).casefold()
+
+
+def _adopted(comment: dict[str, Any]) -> bool:
+    """The comment records (in its author line) the App bot that wrote it, and GitHub agrees: its
+    author is that bot and it was made through a GitHub App. A person quoting our comment has their own
+    login, and no person's login can end in ``[bot]``."""
+    login = _login_of(comment)
+    lines = (comment.get("body") or "").splitlines()[:3]
+    recorded = [line[len(AUTHOR_PREFIX) : -len(" -->")] for line in lines if line.startswith(AUTHOR_PREFIX)]
+    return (
+        bool(recorded)
+        and recorded[0].casefold() == login
+        and bool(_BOT_LOGIN.fullmatch(recorded[0]))
+        and bool(comment.get("performed_via_github_app"))
+    )
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -379,12 +501,16 @@ def upsert_comment(
 ) -> dict[str, Any]:
     """Create or update the one accuracy-gate comment for ``key`` on pull request ``number``.
 
-    The body gets ``marker(key)`` as its first line (and ``digest_marker(digest)`` as its second when
-    ``digest`` is given) and is cut to :data:`COMMENT_TRUNCATE_AT` bytes at most. Among the comments
-    containing that marker, only those by ``author`` count: the given login, else the token's own
-    login (``client.authenticated_login()``), else ``github-actions[bot]`` (the ``GITHUB_TOKEN``
-    identity; pass ``author`` explicitly for an App token, whose ``/user`` is unreadable). Every page
-    of comments is searched; the newest match (highest ``id``) is the one kept up to date.
+    The body gets ``marker(key)`` as its first line (and ``digest_marker(digest)`` as its last marker
+    line when ``digest`` is given) and is cut to :data:`COMMENT_TRUNCATE_AT` bytes at most. Among the
+    comments containing that marker, only those by the comment's author count: ``author`` when given,
+    else the token's own login (``client.authenticated_login()``, not asked for installation tokens).
+    When neither is known (a ``GITHUB_TOKEN`` or a GitHub App token), the author is the one GitHub
+    reports for the comment we create: a comment whose author line (:func:`author_marker`) names its
+    real author, an App bot, is ours; else one by ``github-actions[bot]`` (the ``GITHUB_TOKEN``). A
+    comment created by another bot than ``github-actions[bot]`` gets that author line in one PATCH, so
+    the next run finds it again; nothing is stored anywhere else. Every page of comments is searched;
+    the newest match (highest ``id``) is the one kept up to date.
 
     - No match: POST a new comment when ``create``, else do nothing ("skipped").
     - A match whose body is the same text, or (with ``digest``) that carries the same digest line:
@@ -393,27 +519,42 @@ def upsert_comment(
 
     Returns:
         ``{"action": "created" | "updated" | "unchanged" | "skipped", "comment_id": int | None,
-        "html_url": str | None}``.
+        "html_url": str | None}``, plus ``"warning"`` (:data:`UNKNOWN_AUTHOR_WARNING`) when GitHub did
+        not name the author of the comment created, so that the next run cannot find it.
     Raises:
         GitHubError: on an API error (``.read_only`` tells a read-only token apart).
         GateError: for an empty key or a malformed ``repo``.
     """
     tag = marker(key)
-    head = tag + (f"\n{digest_marker(digest)}" if digest else "")
-    full_body = fit_comment_body(f"{head}\n{body}")
-    login = (author or client.authenticated_login() or DEFAULT_AUTHOR).casefold()
-    ours = [
-        c
-        for c in client.list_issue_comments(repo, number)
-        if tag in (c.get("body") or "") and str((c.get("user") or {}).get("login", "")).casefold() == login
-    ]
+
+    def full(author_line: str | None) -> str:
+        lines = [tag] + ([author_line] if author_line else []) + ([digest_marker(digest)] if digest else [])
+        return fit_comment_body("\n".join(lines) + f"\n{body}")
+
+    login = author or client.authenticated_login()
+    tagged = [c for c in client.list_issue_comments(repo, number) if tag in (c.get("body") or "")]
+    if login:
+        ours = [c for c in tagged if _login_of(c) == login.casefold()]
+    else:
+        ours = [c for c in tagged if _adopted(c)] or [c for c in tagged if _login_of(c) == DEFAULT_AUTHOR]
     if not ours:
         if not create:
             return {"action": "skipped", "comment_id": None, "html_url": None}
-        created = client.create_issue_comment(repo, number, full_body)
-        return {"action": "created", "comment_id": created["id"], "html_url": created.get("html_url")}
+        created = client.create_issue_comment(repo, number, full(None))
+        outcome = {"action": "created", "comment_id": created["id"], "html_url": created.get("html_url")}
+        if login:
+            return outcome
+        by = str((created.get("user") or {}).get("login") or "")
+        if not by or not (_BOT_LOGIN.fullmatch(by) and created.get("performed_via_github_app")):
+            # A GITHUB_TOKEN's comment is found by its author next time; anything else cannot be.
+            return outcome if by.casefold() == DEFAULT_AUTHOR else {**outcome, "warning": UNKNOWN_AUTHOR_WARNING}
+        if by.casefold() != DEFAULT_AUTHOR:  # an App's bot: record it in the comment itself
+            client.update_issue_comment(repo, created["id"], full(author_marker(by)))
+        return outcome
     newest = max(ours, key=lambda c: c["id"])
     existing = newest.get("body") or ""
+    author_line = author_marker(newest["user"]["login"]) if not login and _adopted(newest) else None
+    full_body = full(author_line)
     if _same_text(existing, full_body) or (digest and digest_marker(digest) in existing.splitlines()[:3]):
         return {"action": "unchanged", "comment_id": newest["id"], "html_url": newest.get("html_url")}
     updated = client.update_issue_comment(repo, newest["id"], full_body)
