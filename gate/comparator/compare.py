@@ -15,11 +15,17 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+# The bases of thresholds, results and compare functions live in gate.comparator.bases; they stay
+# importable from here.
+from gate.comparator.bases import BaseCompareFunc as BaseCompareFunc
+from gate.comparator.bases import CompareResult as CompareResult
+from gate.comparator.bases import Threshold as Threshold
+from gate.comparator.bases import metric_value as metric_value
+from gate.comparator.bases import value_or_from_dict as value_or_from_dict
 from gate.comparator.dtypes import ML_WIDENING, widened_dtype
 
 # EPSILON and cast_up live with the kernel; they stay importable from here.
@@ -45,90 +51,9 @@ METRIC_FIELDS = (
 )
 
 
-def value_or_from_dict(obj, name, default=None):
-    """Polygraphy's per-output lookup: a non-dict is the value for every output; a dict gives
-    ``obj[name]``, else ``obj[""]`` (the default entry), else ``default``."""
-    if not isinstance(obj, dict):
-        return obj
-    if name in obj:
-        return obj[name]
-    return obj.get("", default)
-
-
 def _failed(value, tolerance):
     # NaN fails; None (an empty tensor, deviation D4) passes.
     return value is not None and (math.isnan(value) or value > tolerance)
-
-
-class Threshold:
-    """Base of the comparison criteria (Polygraphy's ``Threshold``): the metric fields it checks
-    (``metric_fields``) and the verdict for a result (``passed``). ``describe`` gives a one-line
-    summary where the criterion has one (None here)."""
-
-    METRIC_FIELDS: tuple = ()
-
-    @classmethod
-    def metric_fields(cls) -> list[str]:
-        return list(cls.METRIC_FIELDS)
-
-    def passed(self, metric_values) -> bool:
-        """The verdict for ``metric_values``: a ``field -> value`` mapping, or a result object."""
-        raise NotImplementedError
-
-    def describe(self, metric_values):
-        return None
-
-
-def metric_value(metric_values, field):
-    """``metric_values[field]`` for a mapping (Polygraphy passes one), else the result's attribute."""
-    if isinstance(metric_values, Mapping):
-        return metric_values.get(field)
-    return getattr(metric_values, field, None)
-
-
-class CompareResult:
-    """Base of the per-output comparison results (Polygraphy's ``CompareResult``): ``thresholds``
-    (the ``Threshold`` it was checked against), ``output0_name``/``output1_name``, and ``bool()`` as
-    the threshold's verdict."""
-
-    _THRESHOLD_CLASS = None
-
-    def __init__(self, thresholds=None):
-        self.thresholds = thresholds
-        self.output0_name = None
-        self.output1_name = None
-
-    def __bool__(self):
-        return self.thresholds.passed(self)
-
-    def set_thresholds(self, thresholds):
-        """Re-checks this result against ``thresholds`` from now on."""
-        self.thresholds = thresholds
-
-    @classmethod
-    def metric_fields(cls) -> list[str]:
-        return cls._THRESHOLD_CLASS.metric_fields() if cls._THRESHOLD_CLASS else []
-
-    def metric_values(self) -> OrderedDict:
-        """``field -> value`` of every metric field (see ``metric_fields``)."""
-        return OrderedDict((field, getattr(self, field)) for field in self.metric_fields())
-
-    def describe(self):
-        return self.thresholds.describe(self.metric_values()) if self.thresholds is not None else None
-
-
-class BaseCompareFunc:
-    """Base of the compare functions (Polygraphy's ``BaseCompareFunc``): ``__call__(iter_result0,
-    iter_result1) -> OrderedDict[output name, result]`` and ``thresholds_for(output name) ->
-    Threshold`` (what ``check_average`` needs). Subclass it for a custom comparison."""
-
-    _RESULT_CLASS = None
-
-    def __call__(self, iter_result0, iter_result1):
-        raise NotImplementedError
-
-    def thresholds_for(self, output_name):
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def workflow_run_url(environ) -> str | None:
 
 
 def github_client(environ, token):
-    from gate.github.comments import GitHubClient
+    from gate.github.client import GitHubClient
 
     api_url = environ.get("GITHUB_API_URL") or "https://api.github.com"
     if not re.match(r"https?://", api_url):
