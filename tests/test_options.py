@@ -65,6 +65,8 @@ def test_each_command_takes_exactly_the_flags_of_its_options(command):
         ("graph_optimization_level", "basic"),
         ("check_average", "true"),
         ("validate", "false"),
+        ("nan_compare_equal", "true"),
+        ("provider_options", "CUDAExecutionProvider:device_id=0,use_tf32=0"),
         ("title", "Nightly"),
     ],
 )
