@@ -37,6 +37,7 @@ from gate.partial import (
 )
 from gate.paths import require_inside
 from gate.results import GateResult
+from gate.structured import all_leaves
 
 log = logging.getLogger("gate")
 
@@ -50,8 +51,9 @@ def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
     return _model_io_names(model_path)[:2]
 
 
-def _model_io_names(model_path: Path) -> tuple[list[str], list[str], str]:
-    """``model_io_names`` and the SHA-256 of the model file (hex), from one read of the file."""
+def _model_io_names(model_path: Path) -> tuple[list[str], list[str], str, dict]:
+    """``model_io_names``, the SHA-256 of the model file (hex) and the ``onnx.TypeProto`` of each
+    graph input and output by name (which proto a stored model-zoo file holds), from one read."""
     if not model_path.is_file():
         raise GateError(f"{model_path}: model file not found.")
     try:
@@ -69,7 +71,8 @@ def _model_io_names(model_path: Path) -> tuple[list[str], list[str], str]:
     outputs = [o.name for o in model.graph.output]
     if not outputs:
         raise GateError(f"{model_path}: the model has no graph outputs.")
-    return inputs, outputs, hashlib.sha256(data).hexdigest()
+    types = {value.name: value.type for value in (*model.graph.input, *model.graph.output)}
+    return inputs, outputs, hashlib.sha256(data).hexdigest(), types
 
 
 def _check_external_data(model_path: Path, model) -> None:
@@ -273,15 +276,15 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
     """
     start = time.perf_counter()
     shard = shard or Shard()
-    input_names, output_names, model_sha256 = _model_io_names(cfg.model)
+    input_names, output_names, model_sha256, types = _model_io_names(cfg.model)
     _check_per_output_names(cfg, output_names)
-    inputs = open_tensor_set(cfg.inputs, "input", input_names)
+    inputs = open_tensor_set(cfg.inputs, "input", input_names, types=types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.path}'.")
-    golden = open_tensor_set(cfg.golden, "output", output_names)
+    golden = open_tensor_set(cfg.golden, "output", output_names, types=types)
     if len(golden) != len(inputs):
         hint = (
             "every input needs its golden outputs ('accuracy-gate record --force' records them all anew)"
@@ -420,8 +423,8 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn
             outputs would share the inputs' folder; no stored inputs; a runner or a file write fails
             (naming the iteration or the file).
     """
-    input_names, output_names = model_io_names(cfg.model)
-    inputs = open_tensor_set(cfg.inputs, "input", input_names)
+    input_names, output_names, _, types = _model_io_names(cfg.model)
+    inputs = open_tensor_set(cfg.inputs, "input", input_names, types=types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
     layout = layout or inputs.layout
@@ -453,7 +456,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
                 if warn_nan:
                     _warn_nan(outputs, index, inputs.location(index), warned)
-                _write(staging, layout, index, outputs)
+                _write(staging, layout, index, outputs, types)
         for path in existing:
             path.unlink()
         written = []
@@ -473,8 +476,7 @@ def record(cfg: GateConfig, force: bool = False, layout: str | None = None, warn
 def _warn_nan(outputs, index, where, warned: set) -> None:
     """One warning per output whose recorded golden values hold NaN: a NaN never compares equal, so
     every later check reports that output out of tolerance."""
-    for name, array in outputs.items():
-        array = np.asarray(array)
+    for name, array in all_leaves(outputs):
         if name not in warned and array.dtype.kind in "fc" and np.isnan(array).any():
             warned.add(name)
             log.warning(
@@ -485,9 +487,11 @@ def _warn_nan(outputs, index, where, warned: set) -> None:
             )
 
 
-def _write(folder, layout, index, outputs):
+def _write(folder, layout, index, outputs, types=None):
     try:
-        write_iteration(folder, layout, "output", index, outputs)
+        write_iteration(folder, layout, "output", index, outputs, types)
+    except GateError as err:  # a value the layout cannot store
+        raise GateError(f"iteration {index}: {err}") from err
     except OSError as err:
         raise GateError(f"{err.filename or folder}: cannot write golden outputs ({err.strerror}).") from err
 

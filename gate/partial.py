@@ -52,6 +52,7 @@ from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputComp
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
 from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
+from gate.structured import all_leaves, is_structured, skeleton
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
@@ -155,8 +156,10 @@ class DigestingView:
 def iteration_sha256(tensors) -> str:
     """sha256 (hex) of one iteration's tensors: each name, dtype, shape and the values' bytes, in order."""
     digest = hashlib.sha256()
-    for name, array in tensors.items():
-        array = np.asarray(array)
+    structure = {name: skeleton(value) for name, value in tensors.items() if is_structured(value)}
+    if structure:  # a sequence, map or optional: its shape of items and keys, then its tensors
+        digest.update(json.dumps(structure, sort_keys=True).encode("utf-8"))
+    for name, array in all_leaves(tensors):
         digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
         if array.dtype.hasobject:  # strings: their text, not pointers
             digest.update(repr(array.tolist()).encode("utf-8"))

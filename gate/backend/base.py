@@ -11,6 +11,7 @@ from collections import OrderedDict
 import numpy as np
 
 from gate.errors import GateError
+from gate.structured import is_structured
 
 log = logging.getLogger("gate.backend")
 _counters: dict[str, itertools.count] = {}
@@ -109,7 +110,7 @@ class BaseRunner:
             )
         for name, (dtype, shape) in metadata.items():
             value = feed_dict[name]
-            if isinstance(value, int):
+            if isinstance(value, int) or is_structured(value):  # a sequence, map or optional: the backend checks it
                 continue
             if dtype is not None and value.dtype != dtype:
                 raise GateError(f"{self.name}: input '{name}' has dtype {value.dtype}, the model expects {dtype}.")

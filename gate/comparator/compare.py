@@ -24,6 +24,7 @@ from gate.comparator.kernels import cast_up as cast_up
 from gate.comparator.kernels import diff_statistics
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
+from gate.structured import leaf_pairs
 
 DEFAULT_TOLERANCE = 1e-5
 CHECK_ERROR_STATS = ("max", "mean", "median", "elemwise", "quantile")
@@ -318,16 +319,26 @@ class SimpleCompareFunc:
             elif name0 is None:
                 results[name1] = missing_output_result(name1, iter_result0.runner_name)
             else:
-                result = compare_arrays(
-                    iter_result0[name0],
-                    iter_result1[name1],
-                    self.thresholds_for(name0),
-                    infinities_compare_equal=self.infinities_compare_equal,
-                    nans_compare_equal=self.nans_compare_equal,
-                    quantile=float(value_or_from_dict(self.error_quantile, name0, 0.99)),
-                )
-                result.output0_name, result.output1_name = name0, name1
-                results[name0] = result
-            if self.fail_fast and not results[name0 if name0 is not None else name1]:
+                # A sequence, map or optional is judged leaf by leaf under its output's settings.
+                for leaf in leaf_pairs(iter_result0[name0], iter_result1[name1]):
+                    if leaf.live is None:
+                        result = OutputCompareResult(
+                            thresholds=self.thresholds_for(name0),
+                            passed=leaf.difference is None,
+                            error=leaf.difference,
+                            num_elements=0,
+                        )
+                    else:
+                        result = compare_arrays(
+                            leaf.live,
+                            leaf.reference,
+                            self.thresholds_for(name0),
+                            infinities_compare_equal=self.infinities_compare_equal,
+                            nans_compare_equal=self.nans_compare_equal,
+                            quantile=float(value_or_from_dict(self.error_quantile, name0, 0.99)),
+                        )
+                    result.output0_name, result.output1_name = name0 + leaf.suffix, name1 + leaf.suffix
+                    results[name0 + leaf.suffix] = result
+            if self.fail_fast and not all(results.values()):
                 break
         return results

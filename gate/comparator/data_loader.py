@@ -33,6 +33,7 @@ import numpy as np
 
 from gate.backend.base import is_dynamic_dim, is_valid_shape_override
 from gate.errors import GateError
+from gate.structured import is_structured
 
 __all__ = ["DEFAULT_SEED", "DEFAULT_SHAPE_VALUE", "DEFAULT_VAL_RANGE", "DataLoader", "coerce_feed_dict"]
 
@@ -466,7 +467,8 @@ def coerce_feed_dict(feed_dict, input_metadata):
     representable in float32, ints 0/1 to bool; NaN and infinities survive float-to-float casts);
     its shape left as it is and checked to be a valid override of the model's (same rank, every
     static dim equal; never transposed or reshaped). Feed entries that match no input are dropped
-    with one warning naming them. A value that is not an ``ndarray`` goes through ``np.asarray``.
+    with one warning naming them. A value that is not an ``ndarray`` goes through ``np.asarray``,
+    except a sequence, map or empty optional (``gate.structured``), which is passed as it is.
 
     Args:
         feed_dict (Mapping[str, numpy.ndarray]): the input arrays.
@@ -500,6 +502,9 @@ def coerce_feed_dict(feed_dict, input_metadata):
         where = f"Input '{name}'"
         dtype, shape = _normalize_dtype(dtype, where), _normalize_shape(shape, where)
         value = feed_dict[name]
+        if is_structured(value):  # a sequence, map or optional input goes to the runner as it is
+            coerced[name] = value
+            continue
         if not isinstance(value, np.ndarray):
             value = np.asarray(value)
         if not is_valid_shape_override(value.shape, shape):
