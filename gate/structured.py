@@ -19,8 +19,9 @@ Every leaf has a name built from the output's name (``leaf_name``), readable and
 - an optional holding a value adds nothing to the name.
 
 Structural differences are failures of the enclosing name, never broadcast or skipped: a sequence
-length (``'seq' has 3 items but the reference has 2``), a map's key set, an optional's presence, and
-a value of another kind. Where both sides hold nothing (an empty sequence or map, an empty optional)
+length (``'seq' has 3 items but the reference has 2 items``; its items are then not compared), a
+map's key set (its common keys are still compared), an optional's presence, and a value of another
+kind. Where both sides hold nothing (an empty sequence or map, an empty optional)
 the output still gets a (passing) comparison, so an output is never silently left out.
 """
 
@@ -124,8 +125,9 @@ class LeafPair(NamedTuple):
 def leaf_pairs(live, reference, suffix: str = "") -> Iterator[LeafPair]:
     """Walks ``live`` and ``reference`` together and yields what to judge, in the reference's order.
     ``suffix`` is what ``leaf_name`` appends to the output's name (``"[0]{setosa}"``); two tensors
-    give one LeafPair with suffix ``""``. Common items of sequences that differ in length, and the
-    common keys of maps whose key sets differ, are still compared."""
+    give one LeafPair with suffix ``""``. Sequences that differ in length give that difference
+    alone (which items pair up is unknown); maps whose key sets differ still compare their common
+    keys."""
     live_kind, reference_kind = kind_of(live), kind_of(reference)
     if live_kind != reference_kind:
         yield LeafPair(suffix, difference=f"is {describe(live)} but the reference is {describe(reference)}")
@@ -135,12 +137,13 @@ def leaf_pairs(live, reference, suffix: str = "") -> Iterator[LeafPair]:
     elif live_kind == "empty optional":
         yield LeafPair(suffix, agreement="an empty optional on both sides")
     elif live_kind == "sequence":
-        if len(live) != len(reference):
+        if len(live) != len(reference):  # items are not compared: which pairs up with which is unknown
             yield LeafPair(
                 suffix,
                 difference=f"has {_count(len(live), 'item')} but the reference has {_count(len(reference), 'item')}",
             )
-        elif not live:
+            return
+        if not live:
             yield LeafPair(suffix, agreement="an empty sequence on both sides")
         for index, (a, b) in enumerate(zip(live, reference)):
             yield from leaf_pairs(a, b, f"{suffix}[{index}]")

@@ -179,6 +179,16 @@ class TensorSet:
         return tensors
 
 
+def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
+    """Reads one serialized ``onnx.TensorProto`` file; returns ``(name, array)``.
+
+    Raises:
+        GateError: the file is missing, truncated or not a TensorProto (naming the ONNX proto it
+            holds when it parses as a SequenceProto, MapProto or OptionalProto instead).
+    """
+    return read_value_file(path)
+
+
 def _read_npz(path: Path) -> OrderedDict:
     try:
         members = read_npz(path)
