@@ -204,7 +204,7 @@ def onnx_verdict(case_dir: Path) -> tuple[bool | None, bool, str]:
         nan = nan or _nan_on_both_sides(refs, outputs, np)
         try:
             Runner.assert_similar_outputs(refs, outputs, rtol=RTOL, atol=ATOL)
-        except (TypeError, AttributeError) as exc:  # e.g. an empty optional (None) on one side
+        except (TypeError, AttributeError, IndexError, ValueError) as exc:  # e.g. None, or a shorter sequence
             verdicts.append((False, f"ONNX's comparison cannot take these outputs ({type(exc).__name__}: {exc})"))
             continue
         except AssertionError as exc:
