@@ -389,3 +389,31 @@ def test_a_ragged_live_sequence_against_a_tensor_golden_is_one_verdict_and_a_fre
     assert proc.returncode == 2
     assert "'seq' (is a sequence of 2 items but the reference is a tensor" in proc.stdout
     assert isinstance(junit_cases(junit)["seq"].result[0], Error)
+
+
+def test_d14_polygraphy_raises_on_sequences_and_maps_where_we_compare_leaf_by_leaf():
+    from polygraphy.comparator import compare as pg_compare
+    from polygraphy.comparator import struct as pg_struct
+    from polygraphy.exception import PolygraphyException
+
+    from gate.comparator import IterationResult, SimpleCompareFunc
+
+    live = {"seq": [np.zeros((1, 6), np.float32), np.zeros((2, 6), np.float32)], "p": [{0: np.array(0.5, np.float32)}]}
+    golden = {"seq": [np.zeros((1, 6), np.float32), np.ones((2, 6), np.float32)], "p": [{0: np.array(0.5, np.float32)}]}
+    for name in live:
+        with pytest.raises(PolygraphyException, match="dtype is unsupported for objects of type: list"):
+            pg_compare.SimpleCompareFunc()(
+                pg_struct.IterationResult({name: live[name]}, runner_name="a"),
+                pg_struct.IterationResult({name: golden[name]}, runner_name="b"),
+            )
+    results = SimpleCompareFunc(check_error_stat={"": "elemwise", "p": "max"})(
+        IterationResult(live, runner_name="a"), IterationResult(golden, runner_name="b")
+    )
+    assert list(results) == ["seq[0]", "seq[1]", "p[0]{0}"]
+    assert bool(results["seq[0]"]) and not results["seq[1]"] and results["seq[1]"].max_absdiff == 1.0
+    assert results["p[0]{0}"] and results["p[0]{0}"].thresholds.check_error_stat == "max"  # the output's settings
+    shorter = SimpleCompareFunc()(
+        IterationResult({"seq": live["seq"][:1]}, runner_name="a"), IterationResult(golden, runner_name="b")
+    )
+    assert shorter["seq"].error == "has 1 item but the reference has 2 items" and not shorter["seq"]
+    assert "p" in shorter and shorter["p"].error == "is missing from 'a'"
