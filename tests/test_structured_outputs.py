@@ -417,3 +417,26 @@ def test_d14_polygraphy_raises_on_sequences_and_maps_where_we_compare_leaf_by_le
     )
     assert shorter["seq"].error == "has 1 item but the reference has 2 items" and not shorter["seq"]
     assert "p" in shorter and shorter["p"].error == "is missing from 'a'"
+
+
+def test_validate_finds_nan_inside_a_ragged_sequence_and_names_the_item():
+    # On main validate stacked the list with numpy (ValueError on a ragged one: a traceback).
+    from gate.comparator import Comparator, IterationResult, RunResults
+    from gate.errors import GateError
+
+    outputs = {"seq": [np.zeros((1, 2), np.float32), np.array([[0, np.nan]] * 2, np.float32)], "none": None}
+    run = RunResults([("onnxrt", [IterationResult(outputs, runner_name="onnxrt")])])
+    with pytest.raises(GateError, match=r"output 'seq\[1\]' contains NaN"):
+        list(Comparator.validate(iter([run]), check_nan=True))
+
+
+def test_golden_digests_tell_structures_apart():
+    from gate.partial import iteration_sha256
+
+    empty = np.zeros(0, np.float32)
+    digests = {
+        iteration_sha256({"o": value})
+        for value in (empty, [], None, [empty], {}, {0: empty}, {"0": empty}, [[empty]], [empty, empty])
+    }
+    assert len(digests) == 9
+    assert iteration_sha256({"o": np.ones(2, np.float32)}) == iteration_sha256({"o": np.ones(2, np.float32)})
