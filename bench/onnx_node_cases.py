@@ -200,6 +200,16 @@ def onnx_verdict(case_dir: Path) -> tuple[bool | None, bool, str]:
         try:
             outputs = session.run(None, feeds)
         except Exception as exc:  # noqa: BLE001
+            if "can't be converted to MLDataType" in str(exc):  # numpy type numbers are not stable: name the dtype
+                kinds = sorted(
+                    {
+                        onnx.helper.tensor_dtype_to_string(v.type.tensor_type.elem_type).split(".")[-1]
+                        for v in graph_inputs
+                        if type(feeds.get(v.name)).__module__ == "numpy"
+                        and feeds[v.name].dtype.type.__module__.startswith("ml_dtypes")
+                    }
+                )
+                return None, False, f"onnxruntime cannot run it: its Python API refuses {'/'.join(kinds)} inputs"
             return None, False, "onnxruntime cannot run it: " + _ort_reason(exc)
         nan = nan or _nan_on_both_sides(refs, outputs, np)
         try:
@@ -289,11 +299,46 @@ def run_cases(node_dir: Path, cases, nan_compare_equal=None) -> list[CaseResult]
     return results
 
 
+_CATEGORIES = (
+    (
+        r"cannot load it: (?:Could not find an implementation|Failed to find kernel) for (\w+\(\d+\))",
+        "onnxruntime has no CPU kernel for {0} with these types",
+    ),
+    (r"cannot load it: ", "onnxruntime cannot load the model (other reason)"),
+    (r"No corresponding Numpy type for Tensor Type\. (\w+)", "onnxruntime's Python API cannot return {0} outputs"),
+    (r"its Python API refuses (\S+) inputs", "onnxruntime's Python API cannot take {0} inputs"),
+    (r"cannot run it: ", "onnxruntime fails at inference (other reason)"),
+    (r"^NaN on both sides", "NaN on both sides at the same places, all else within tolerance"),
+    (
+        r"ONNX's criterion fails too: Items are not equal:; ACTUAL: dtype\('(\w+)'\)",
+        "onnxruntime returns {0} where the reference's dtype differs (e.g. float8 as raw uint8 bits)",
+    ),
+    (r"ONNX's criterion fails too", "onnxruntime's values differ from the reference beyond ONNX's tolerance"),
+    (r"ONNX's comparison cannot take", "a structural difference ONNX's comparison cannot take"),
+    (r"matches ONNX's reference", "onnxruntime matches the reference"),
+)
+
+
+def category(result: CaseResult) -> str:
+    import re
+
+    for pattern, text in _CATEGORIES:
+        match = re.search(pattern, result.onnx)
+        if match:
+            return f"{result.verdict}: " + text.format(*match.groups())
+    return f"{result.verdict}: {result.onnx[:60]}"
+
+
 def table(results, title: str) -> str:
     lines = [f"## {title}", "", "| case | verdict | why |", "|---|---|---|"]
     lines += [f"| {r.case} | {r.verdict} | {r.why} |" for r in results]
     counts = {v: sum(r.verdict == v for r in results) for v in ("PASS", "FAIL", "ERROR", "CRASH")}
     disagree = [r.case for r in results if not r.agrees]
+    groups: dict[str, int] = {}
+    for r in results:
+        groups[category(r)] = groups.get(category(r), 0) + 1
+    lines += ["", "| verdict: why (grouped) | cases |", "|---|---|"]
+    lines += [f"| {text} | {count} |" for text, count in sorted(groups.items(), key=lambda item: (-item[1], item[0]))]
     lines += [
         "",
         f"{len(results)} cases: "
