@@ -54,6 +54,7 @@ INPUTS = (
     "check_error_stat",
     "check_average",
     "infinities_compare_equal",
+    "nan_compare_equal",
     "validate",
     "junit_path",
     "report_path",
@@ -258,7 +259,7 @@ def overrides_from_inputs(environ: Mapping[str, str]) -> dict:
         overrides["check_error_stat"] = value
     else:
         overrides["check_error_stat"] = None
-    for key in ("check_average", "infinities_compare_equal", "validate"):
+    for key in ("check_average", "infinities_compare_equal", "nan_compare_equal", "validate"):
         value = get(key)
         overrides[key] = actions.parse_bool(key, value) if value else None
     level = get("graph_optimization_level")

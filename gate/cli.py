@@ -86,6 +86,12 @@ def _add_comparison(parser):
         help="treat the same infinity on both sides as equal (default: on)",
     )
     parser.add_argument(
+        "--nan-compare-equal",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="treat NaN on both sides at the same element as equal (default: off, as Polygraphy)",
+    )
+    parser.add_argument(
         "--validate",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -273,6 +279,7 @@ def overrides_from_args(args) -> dict:
         overrides.update(
             runners=args.runners,
             infinities_compare_equal=args.infinities_compare_equal,
+            nan_compare_equal=args.nan_compare_equal,
             validate=args.validate,
             trt=trt_overrides(args),
             title=args.title,
@@ -612,6 +619,7 @@ def run_run(args, reports: _Reports) -> int:
         else "elemwise",
         check_average=bool(args.check_average),
         infinities_compare_equal=args.infinities_compare_equal is not False,
+        nan_compare_equal=bool(args.nan_compare_equal),
         validate=bool(args.validate),
         junit=junit,
         title=args.title or "",

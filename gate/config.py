@@ -57,6 +57,7 @@ _SCHEMA = {
         "check_error_stat": (str, dict),
         "check_average": bool,
         "infinities_compare_equal": bool,
+        "nan_compare_equal": bool,
         "validate": bool,
     },
     "report": {"junit": str, "title": str},
@@ -97,6 +98,7 @@ class GateConfig:
     check_error_stat: str | dict = "elemwise"
     check_average: bool = False
     infinities_compare_equal: bool = True
+    nan_compare_equal: bool = False  # NaN on both sides at the same element is equal (Polygraphy's nans_compare_equal)
     validate: bool = False
     trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
     reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)

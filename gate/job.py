@@ -18,12 +18,13 @@ import onnx
 import gate
 from gate.backend.golden import GoldenRunner
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
-from gate.comparator import Comparator, SimpleCompareFunc
+from gate.comparator import Comparator
 from gate.comparator.data_loader import coerce_feed_dict
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
+from gate.dtype_rules import GateCompareFunc
 from gate.errors import GateError
 from gate.partial import (
     ComparedRun,
@@ -300,11 +301,13 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False) ->
         make_runner(kind, cfg, kind if cfg.runners.count(kind) == 1 else f"{kind}-{i}")
         for i, kind in enumerate(cfg.runners)
     ]
-    compare_func = SimpleCompareFunc(
+    compare_func = GateCompareFunc(
         atol=cfg.atol,
         rtol=cfg.rtol,
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
+        nans_compare_equal=cfg.nan_compare_equal,
+        source=str(cfg.path),
     )
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)

@@ -51,7 +51,18 @@ import numpy as np
 from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputCompareResult, SimpleThreshold
 from gate.comparator.struct import AccuracyResult
 from gate.errors import GateError
-from gate.results import ERROR, GateResult, finish_rows, gate_result, json_int, json_number, number_from_json, verdicts
+from gate.results import (
+    ERROR,
+    GateResult,
+    element_from_json,
+    element_json,
+    finish_rows,
+    gate_result,
+    json_int,
+    json_number,
+    number_from_json,
+    verdicts,
+)
 from gate.structured import all_leaves, is_structured, skeleton
 
 SCHEMA = "accuracy-gate-partial"
@@ -202,6 +213,7 @@ def config_settings(cfg, model_sha256: str) -> dict:
         "check_error_stat": dict(stat) if isinstance(stat, dict) else stat,
         "check_average": bool(cfg.check_average),
         "infinities_compare_equal": bool(cfg.infinities_compare_equal),
+        **({"nan_compare_equal": True} if getattr(cfg, "nan_compare_equal", False) else {}),
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
     }
@@ -319,7 +331,7 @@ def _output_columns(name: str, samples) -> dict:
     column: dict[str, list] = {key: [] for key in ("index", "threshold", *METRIC_FIELDS)}
     for key in ("passed", "error", "mismatch_count", "worst_index", "num_elements", "zero_reference_count"):
         column[key] = []
-    for key in ("dtypes", "shapes", "names"):
+    for key in ("dtypes", "shapes", "names", "worst_element"):
         column[key] = []
     for index, result in samples:
         if not isinstance(result, OutputCompareResult):
@@ -329,10 +341,12 @@ def _output_columns(name: str, samples) -> dict:
         if threshold is None:
             column["threshold"].append(None)
         else:
-            key = (threshold.check_error_stat, float(threshold.atol), float(threshold.rtol))
+            exact = bool(getattr(threshold, "exact", False))
+            key = (threshold.check_error_stat, float(threshold.atol), float(threshold.rtol), exact)
             if key not in table:
                 table[key] = len(thresholds)
-                thresholds.append({"stat": key[0], "atol": json_number(key[1]), "rtol": json_number(key[2])})
+                entry = {"stat": key[0], "atol": json_number(key[1]), "rtol": json_number(key[2])}
+                thresholds.append({**entry, "exact": True} if exact else entry)
             column["threshold"].append(table[key])
         for metric in METRIC_FIELDS:
             column[metric].append(json_number(getattr(result, metric)))
@@ -345,6 +359,9 @@ def _output_columns(name: str, samples) -> dict:
         column["dtypes"].append(None if result.dtypes is None else [str(d) for d in result.dtypes])
         column["shapes"].append(None if result.shapes is None else [[int(d) for d in shape] for shape in result.shapes])
         column["names"].append([result.output0_name, result.output1_name])
+        column["worst_element"].append(
+            element_json(result.worst_values, result.worst_absdiff, result.worst_reldiff, result.nan_counts)
+        )
     return {"output": name, "thresholds": thresholds, **column}
 
 
@@ -468,6 +485,7 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
                 read.get(entry, "stat", f"{spot}.stat", str, "a statistic's name"),
                 read.number(read.get(entry, "atol", f"{spot}.atol", (int, float, str), "a number"), f"{spot}.atol"),
                 read.number(read.get(entry, "rtol", f"{spot}.rtol", (int, float, str), "a number"), f"{spot}.rtol"),
+                exact=read.get(entry, "exact", f"{spot}.exact", (bool,), "true or absent", optional=True) is True,
             )
         )
     indices = [read.integer(v, f"{where}.index") for v in read.get(data, "index", f"{where}.index", list, "a list")]
@@ -488,6 +506,11 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             "names",
         )
     }
+    elements = data.get("worst_element") if isinstance(data, dict) else None  # absent before 1.x
+    if elements is None:
+        elements = [None] * n
+    elif not isinstance(elements, list) or len(elements) != n:
+        raise read.fail(f"{where}.worst_element", f"a list of {n} entries (one per iteration)")
     samples = []
     for j, index in enumerate(indices):
         spot = f"{where}[{index}]"
@@ -508,6 +531,10 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
         if not all(n is None or isinstance(n, str) for n in names):
             raise read.fail(f"{spot}.names", "two output names or nulls")
         worst = _int_list(read, col["worst_index"][j], f"{spot}.worst_index")
+        try:
+            element = element_from_json(elements[j])
+        except TypeError:
+            raise read.fail(f"{spot}.worst_element", "null or the worst element's values and differences") from None
         result = OutputCompareResult(
             thresholds=None if t is None else thresholds[t],
             passed=passed,
@@ -518,6 +545,7 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             ),
             mismatch_count=read.integer(col["mismatch_count"][j], f"{spot}.mismatch_count", optional=True),
             worst_index=None if worst is None else tuple(worst),
+            **element,
             dtypes=_pair_of(read, col["dtypes"][j], f"{spot}.dtypes", str, nullable=True),
             shapes=shapes,
             output0_name=names[0],

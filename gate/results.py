@@ -19,10 +19,16 @@ EXIT_CODES = {PASSED: 0, REGRESSED: 1, ERROR: 2}
 class OutputVerdict:
     """One output of one runner pair, over every iteration.
 
-    ``abs_value``/``rel_value`` are the checked statistic (``stat``; for elemwise the max) of the
-    worst iteration, or the average over iterations with ``check_average``. ``worst_index`` is the
-    element with the largest absolute difference in that iteration. ``error`` is set when the output
-    could not be compared (shape mismatch, missing on one side).
+    ``abs_value`` is the checked statistic's absolute error (``stat``; for elemwise the max) of the
+    worst iteration (``worst_iteration``: the largest among failed iterations, else among all),
+    ``rel_value`` its relative error in the iteration where that is largest (``rel_iteration``),
+    or both the average over iterations with ``check_average``. ``worst_index`` is the worst element
+    of ``worst_iteration`` (the largest absolute difference, among the elements out of tolerance
+    for elemwise; the first differing element when ``exact``), with its values in both runners
+    (``worst_values``) and its own ``worst_absdiff`` / ``worst_reldiff``. ``exact``: every element
+    must be equal (integer, bool and string outputs without a tolerance of their own).
+    ``nan_counts``: in the worst iteration, elements NaN on both sides and on one side only.
+    ``error`` is set when the output could not be compared (shape mismatch, missing on one side).
     """
 
     pair: tuple[str, str]
@@ -43,6 +49,12 @@ class OutputVerdict:
     averaged: bool = False
     error: str | None = None
     dtypes: tuple | None = None
+    exact: bool = False
+    rel_iteration: int | None = None
+    worst_values: tuple | None = None
+    worst_absdiff: float | None = None
+    worst_reldiff: float | None = None
+    nan_counts: tuple | None = None
     # Against a baseline (gate.baseline): its values of the same statistic, and the verdict in
     # ``fail_on = "regression"`` mode. ``passed`` is then the gate's verdict for the row;
     # ``known_failure`` marks a row out of tolerance exactly as on the baseline (passed, with a caveat).
@@ -90,19 +102,63 @@ class OutputVerdict:
             return f"passed as on the baseline (out of tolerance there too, not worse by more than the margin): {text}"
         return ("FAILED: " if not self.passed else "passed: ") + text
 
+    def _element(self) -> str:
+        """`` (onnxrt 1.5 vs golden -inf, abs error inf, rel error nan)``: the worst element's values
+        and its own differences, or ""."""
+        if self.worst_values is None:
+            return ""
+        values = f"{self.pair[0]} {fmt_value(self.worst_values[0])} vs {self.pair[1]} {fmt_value(self.worst_values[1])}"
+        if self.exact:
+            return f" ({values})"
+        return f" ({values}, abs error {fmt(self.worst_absdiff)}, rel error {fmt(self.worst_reldiff)})"
+
+    def _exact_statistics(self) -> str:
+        if self.passed and not self.regressed:
+            return f"exact: every element equal in {plural(self.iterations, 'iteration')}"
+        text = "exact: "
+        if self.worst_iteration is not None and self.worst_index is not None:
+            text += f"element {list(self.worst_index)} of iteration {self.worst_iteration} differs{self._element()}"
+        else:
+            text += f"elements differ (max abs error {fmt(self.abs_value)})"
+        if self.mismatch_count:
+            text += f"; {self.mismatch_count} of {self.num_elements} elements differ"
+        return text
+
     def _statistics(self) -> str:
         stat = "max" if self.stat == "elemwise" else self.stat
         scope = "average over iterations of the" if self.averaged else "worst"
-        text = (
-            f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}), "
-            f"rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)})"
-        )
-        if self.worst_iteration is not None and not self.averaged:
-            text += f" at iteration {self.worst_iteration}"
-            if self.worst_index is not None:
-                text += f", element {list(self.worst_index)}"
-        if self.stat == "elemwise" and self.mismatch_count:
+        same_iteration = self.rel_iteration in (None, self.worst_iteration)
+        if self.exact:
+            text = self._exact_statistics()
+        elif self.averaged or same_iteration:
+            text = (
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}), "
+                f"rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)})"
+            )
+        else:
+            text = (
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}) at iteration "
+                f"{self.worst_iteration}, {scope} {stat} rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)}) "
+                f"at iteration {self.rel_iteration}"
+            )
+        if self.worst_iteration is not None and not self.averaged and not self.exact:
+            if same_iteration:
+                text += f" at iteration {self.worst_iteration}"
+                if self.worst_index is not None:
+                    text += f", element {list(self.worst_index)}{self._element()}"
+            elif self.worst_index is not None:
+                text += f"; worst element {list(self.worst_index)} of iteration {self.worst_iteration}{self._element()}"
+        if self.stat == "elemwise" and self.mismatch_count and not self.exact:
             text += f"; {self.mismatch_count} of {self.num_elements} elements out of tolerance"
+        if self.nan_counts and self.nan_counts[0] and not self.passed:
+            both, one_side = self.nan_counts
+            if one_side:
+                text += f"; NaN on both sides at {plural(both, 'element')}, on one side only at {one_side}"
+            else:
+                text += (
+                    f"; NaN on both sides at the same {plural(both, 'element')} (NaN never equals NaN: "
+                    "nan_compare_equal = true, --nan-compare-equal, treats them as equal)"
+                )
         if not self.averaged:
             text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
         if self.dtypes_differ:
@@ -171,6 +227,24 @@ def fmt_delta(value) -> str:
     return f"{value:+.5g}"
 
 
+def fmt_value(value) -> str:
+    """An element's value for reports: numbers as ``fmt`` but integers in full, text quoted."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        with np.errstate(over="ignore"):
+            single = np.float32(value)
+        # The shortest text that reads back as the value: float32's when the value is a float32
+        # (most outputs; 0.16998725, not 0.1699872463941574), else float64's.
+        text = str(single) if float(single) == value else repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return fmt(value)
+
+
 def fmt(value) -> str:
     """Numbers for reports: 5 significant digits, ``n/a`` for None."""
     if value is None:
@@ -212,6 +286,8 @@ def verdicts(accuracy: AccuracyResult, indices=None) -> list[OutputVerdict]:
                 row.values = [_stat_values(result, row.stat)[0] for _, result in samples]
             if indices is not None and row.worst_iteration is not None:
                 row.worst_iteration = indices[row.worst_iteration]
+            if indices is not None and row.rel_iteration is not None:
+                row.rel_iteration = indices[row.rel_iteration]
             rows.append(row)
     return rows
 
@@ -283,6 +359,9 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
     worst_iteration, worst = max(
         candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[0])
     )
+    rel_iteration, rel_worst = max(
+        candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[1])
+    )
     row = OutputVerdict(
         pair,
         name,
@@ -298,8 +377,15 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         num_elements=worst.num_elements,
         zero_reference_count=worst.zero_reference_count,
         dtypes=worst.dtypes,
+        exact=bool(getattr(threshold, "exact", False)),
+        rel_iteration=rel_iteration,
+        worst_values=getattr(worst, "worst_values", None),
+        worst_absdiff=getattr(worst, "worst_absdiff", None),
+        worst_reldiff=getattr(worst, "worst_reldiff", None),
+        nan_counts=getattr(worst, "nan_counts", None),
     )
-    row.abs_value, row.rel_value = _stat_values(worst, threshold.check_error_stat)
+    row.abs_value = _stat_values(worst, threshold.check_error_stat)[0]
+    row.rel_value = _stat_values(rel_worst, threshold.check_error_stat)[1]
     if averaged is not None:
         row.averaged = True
         row.passed = bool(averaged)
@@ -333,6 +419,64 @@ def number_from_json(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(value)
     return float(value)
+
+
+def element_json(worst_values, worst_absdiff, worst_reldiff, nan_counts) -> dict | None:
+    """The worst element of a result or row for JSON files (results file, partial result file):
+    ``{"values": [v0, v1], "absdiff": num, "reldiff": num, "nan_counts": [both, one side] | null}``
+    (a text value is ``{"text": "..."}``, so that it is never read back as the number "NaN"), or
+    None when there is no element."""
+    if worst_values is None:
+        return None
+    return {
+        "values": [_json_value(v) for v in worst_values],
+        "absdiff": json_number(worst_absdiff),
+        "reldiff": json_number(worst_reldiff),
+        "nan_counts": None if nan_counts is None else [int(n) for n in nan_counts],
+    }
+
+
+def element_from_json(data, limit: int = 4096) -> dict:
+    """The inverse of ``element_json``: keyword arguments ``worst_values``, ``worst_absdiff``,
+    ``worst_reldiff``, ``nan_counts`` (all None for null).
+
+    Raises:
+        TypeError: a malformed entry (callers turn it into their one-line error naming the file).
+    """
+    if data is None:
+        return {"worst_values": None, "worst_absdiff": None, "worst_reldiff": None, "nan_counts": None}
+    if not isinstance(data, dict) or not isinstance(data.get("values"), list) or len(data["values"]) != 2:
+        raise TypeError(data)
+    counts = data.get("nan_counts")
+    if counts is not None and not (
+        isinstance(counts, list) and len(counts) == 2 and all(type(n) is int and n >= 0 for n in counts)
+    ):
+        raise TypeError(counts)
+    return {
+        "worst_values": tuple(_value_from_json(v, limit) for v in data["values"]),
+        "worst_absdiff": number_from_json(data.get("absdiff")),
+        "worst_reldiff": number_from_json(data.get("reldiff")),
+        "nan_counts": None if counts is None else tuple(counts),
+    }
+
+
+def _json_value(value):
+    if isinstance(value, str):
+        return {"text": value}
+    if isinstance(value, (bool, int)):
+        return value
+    return json_number(value)
+
+
+def _value_from_json(value, limit):
+    if isinstance(value, dict):
+        text = value.get("text")
+        if set(value) != {"text"} or not isinstance(text, str) or len(text) > limit:
+            raise TypeError(value)
+        return text
+    if isinstance(value, (bool, int)):
+        return value
+    return number_from_json(value)
 
 
 def json_int(value) -> int | None:

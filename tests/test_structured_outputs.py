@@ -391,7 +391,7 @@ def test_a_ragged_live_sequence_against_a_tensor_golden_is_one_verdict_and_a_fre
     assert isinstance(junit_cases(junit)["seq"].result[0], Error)
 
 
-def test_d14_polygraphy_raises_on_sequences_and_maps_where_we_compare_leaf_by_leaf():
+def test_d15_polygraphy_raises_on_sequences_and_maps_where_we_compare_leaf_by_leaf():
     from polygraphy.comparator import compare as pg_compare
     from polygraphy.comparator import struct as pg_struct
     from polygraphy.exception import PolygraphyException

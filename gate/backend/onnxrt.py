@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gate.backend import ort_dtypes
 from gate.backend.base import BaseRunner, TensorMetadata
 from gate.errors import GateError
 
@@ -159,7 +160,14 @@ class OnnxrtRunner(BaseRunner):
         start = time.perf_counter()
         try:
             outputs = self.sess.run(None, dict(feed_dict))
+            outputs = [ort_dtypes.as_declared(out, kind) for out, kind in zip(outputs, self._output_types)]
         except Exception as err:
+            if ort_dtypes.refused_by_run(err):  # bfloat16, float8, int4 ...: read as ml_dtypes arrays
+                outputs = ort_dtypes.run_with_ml_dtypes(
+                    self.sess, feed_dict, self._output_names, self._output_types, self.name
+                )
+                self.inference_time = time.perf_counter() - start
+                return OrderedDict(zip(self._output_names, outputs))
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{self.name}: onnxruntime failed during inference ({first}).") from err
         self.inference_time = time.perf_counter() - start

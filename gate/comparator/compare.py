@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gate.comparator.dtypes import ML_WIDENING, widened_dtype
+
 # EPSILON and cast_up live with the kernel; they stay importable from here.
 from gate.comparator.kernels import EPSILON as EPSILON
 from gate.comparator.kernels import cast_up as cast_up
-from gate.comparator.kernels import diff_statistics
+from gate.comparator.kernels import diff_statistics, reference_diffs
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
 from gate.structured import leaf_pairs
@@ -59,20 +61,32 @@ def _failed(value, tolerance):
 class SimpleThreshold:
     """The criterion of one output: ``check_error_stat`` in max / mean / median / quantile /
     elemwise, with absolute and relative tolerances (inclusive). A scalar statistic fails only when
-    it exceeds both tolerances (Polygraphy)."""
+    it exceeds both tolerances (Polygraphy).
+
+    ``exact`` (our extension, default False; ``EXACT``): every element must be equal, whatever the
+    statistic (the first differing element is reported); used by the gate for integer, bool and
+    string outputs. Summary statistics re-check it through the max difference, which is 0 exactly
+    when every element is equal."""
 
     check_error_stat: str
     atol: float
     rtol: float
+    exact: bool = False
 
     def passed(self, result) -> bool:
         """Raises:
         GateError: for ``elemwise``, which cannot be re-checked from summary statistics."""
-        if self.check_error_stat == "elemwise":
+        stat = "max" if self.exact else self.check_error_stat
+        if stat == "elemwise":
             raise GateError("Cannot re-threshold an 'elemwise' comparison; use max, mean, median or quantile.")
-        abs_val = getattr(result, f"{self.check_error_stat}_absdiff")
-        rel_val = getattr(result, f"{self.check_error_stat}_reldiff")
+        abs_val = getattr(result, f"{stat}_absdiff")
+        rel_val = getattr(result, f"{stat}_reldiff")
         return not (_failed(abs_val, self.atol) and _failed(rel_val, self.rtol))
+
+
+EXACT = SimpleThreshold("elemwise", 0.0, 0.0, exact=True)
+"""Every element equal: an element fails when its absolute and its relative difference are both
+above 0 (for integers, bools and strings: when it differs)."""
 
 
 class OutputCompareResult:
@@ -84,9 +98,13 @@ class OutputCompareResult:
     empty tensor. Extra fields beyond Polygraphy's:
     ``num_elements``; ``zero_reference_count`` (reference elements equal to 0, whose relative error
     is inflated by the epsilon); ``mismatch_count`` (elements outside tolerance, elemwise only);
-    ``worst_index`` (index tuple of the largest absolute difference, NaN first); ``dtypes`` and
-    ``shapes`` of both sides; ``error`` (why no statistics could be computed, e.g. a shape
-    mismatch: the result is then a failure).
+    ``worst_index`` (index tuple of the largest absolute difference, NaN first: among the elements
+    out of tolerance for elemwise; the first differing element for an ``exact`` threshold), and of
+    that one element: ``worst_values`` (its value in the output and in the reference, Python
+    scalars), ``worst_absdiff`` and ``worst_reldiff`` (its own differences, floats); ``nan_counts``
+    (for a failed float output: elements that are NaN on both sides, and on one side only);
+    ``dtypes`` and ``shapes`` of both sides; ``error`` (why no statistics could be computed, e.g. a
+    shape mismatch: the result is then a failure).
     """
 
     def __init__(self, *metrics, thresholds=None, passed=None, error=None, **extra):
@@ -101,6 +119,10 @@ class OutputCompareResult:
         self.zero_reference_count = extra.pop("zero_reference_count", None)
         self.mismatch_count = extra.pop("mismatch_count", None)
         self.worst_index = extra.pop("worst_index", None)
+        self.worst_values = extra.pop("worst_values", None)
+        self.worst_absdiff = extra.pop("worst_absdiff", None)
+        self.worst_reldiff = extra.pop("worst_reldiff", None)
+        self.nan_counts = extra.pop("nan_counts", None)
         self.dtypes = extra.pop("dtypes", None)
         self.shapes = extra.pop("shapes", None)
         self.output0_name = extra.pop("output0_name", None)
@@ -178,6 +200,13 @@ def compare_arrays(
             passed=False,
             **common,
         )
+    raw = [str(x.dtype) for x in (a, b) if x.dtype.kind == "V" and widened_dtype(x.dtype) == x.dtype]
+    if raw:
+        return OutputCompareResult(
+            error=f"holds {raw[0]} values (raw bytes of a type numpy does not know), which cannot be compared",
+            passed=False,
+            **common,
+        )
     stat = threshold.check_error_stat
     if stat not in CHECK_ERROR_STATS:
         raise GateError(f"Invalid check_error_stat '{stat}'; expected one of {', '.join(CHECK_ERROR_STATS)}.")
@@ -195,14 +224,60 @@ def compare_arrays(
             nans_compare_equal=nans_compare_equal,
             quantile=quantile,
         )
-    worst_index = tuple(int(i) for i in np.unravel_index(stats.pop("worst_index"), a.shape))
+    flat_index = stats.pop("worst_index")
     mismatch_count = stats["mismatch_count"]
-    return OutputCompareResult(
+    if threshold.exact and mismatch_count:
+        flat_index = _first_difference(a, b)
+    worst_index = tuple(int(i) for i in np.unravel_index(flat_index, a.shape))
+    result = OutputCompareResult(
         passed=None if mismatch_count is None else mismatch_count == 0,
         worst_index=worst_index,
+        **_element(a, b, worst_index, infinities_compare_equal, nans_compare_equal),
         **stats,
         **common,
     )
+    if not result and "f" in (widened_dtype(a.dtype).kind, widened_dtype(b.dtype).kind):
+        counts = _nan_counts(a, b)
+        result.nan_counts = counts if any(counts) else None
+    return result
+
+
+def _scalar(value):
+    """A Python scalar for reports: numbers as int / float (ml_dtypes widened), text as str."""
+    value = np.asarray(value)
+    if value.dtype.kind in "biuf" or value.dtype in ML_WIDENING:
+        return cast_up(value).item()
+    item = value.item()
+    if isinstance(item, bytes):
+        return item.decode("utf-8", "backslashreplace")
+    return item if isinstance(item, str) else repr(item)
+
+
+def _element(a, b, index, infinities_compare_equal, nans_compare_equal) -> dict:
+    """``worst_values``, ``worst_absdiff`` and ``worst_reldiff`` of the element at ``index``: the
+    definition (``reference_diffs``) on that one element, so the same numbers as the full pass."""
+    x, y = a[index], b[index]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        absdiff, reldiff, _ = reference_diffs(
+            np.asarray(x).reshape(1), np.asarray(y).reshape(1), infinities_compare_equal, nans_compare_equal
+        )
+    return {
+        "worst_values": (_scalar(x), _scalar(y)),
+        "worst_absdiff": float(absdiff[0]),
+        "worst_reldiff": float(reldiff[0]),
+    }
+
+
+def _first_difference(a, b) -> int:
+    """The flat C-order index of the first element where ``a`` and ``b`` differ (NaN differs)."""
+    differs = np.not_equal(a, b)
+    return int(np.argmax(differs.reshape(-1)))
+
+
+def _nan_counts(a, b) -> tuple[int, int]:
+    """``(NaN on both sides, NaN on one side only)`` over all elements."""
+    nan_a, nan_b = np.isnan(cast_up(a)), np.isnan(cast_up(b))
+    return int(np.count_nonzero(nan_a & nan_b)), int(np.count_nonzero(nan_a ^ nan_b))
 
 
 def missing_output_result(name: str, missing_from: str) -> OutputCompareResult:
@@ -311,6 +386,11 @@ class SimpleCompareFunc:
             float(value_or_from_dict(self.rtol, name, DEFAULT_TOLERANCE)),
         )
 
+    def threshold_for_output(self, name: str, array0, array1) -> SimpleThreshold:
+        """The threshold that applies to output ``name`` with these arrays (``thresholds_for(name)``;
+        a subclass may choose by dtype, as the gate does)."""
+        return self.thresholds_for(name)
+
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
         results = OrderedDict()
         for name0, name1 in pair_outputs(iter_result0, iter_result1, self.find_output_func):
@@ -332,7 +412,7 @@ class SimpleCompareFunc:
                         result = compare_arrays(
                             leaf.live,
                             leaf.reference,
-                            self.thresholds_for(name0),
+                            self.threshold_for_output(name0, leaf.live, leaf.reference),
                             infinities_compare_equal=self.infinities_compare_equal,
                             nans_compare_equal=self.nans_compare_equal,
                             quantile=float(value_or_from_dict(self.error_quantile, name0, 0.99)),

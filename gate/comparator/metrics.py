@@ -11,10 +11,10 @@ float32. We reproduce that explicitly, so the numbers do not depend on the numpy
 
 Deliberate differences (``shared/spec/README.md``): empty outputs pass with the metric reported as
 None (D4); outputs are paired by exact name (D5); a shape mismatch is a failed result that names both
-shapes (D8). Not yet in that table: integer and bool outputs are computed in float64, where
-Polygraphy's int32 arithmetic wraps around (a difference of 2**31 or more, a cosine product of 2**31
-or more) and its bool subtraction raises TypeError; wherever Polygraphy's integer arithmetic does not
-overflow, the two agree to rounding (relative 1e-15).
+shapes (D8); integer and bool outputs are computed in float64 (D9; differences exact before that
+rounding, D14), where Polygraphy's int32 arithmetic wraps around (a difference of 2**31 or more, a
+cosine product of 2**31 or more) and its bool subtraction raises TypeError; wherever Polygraphy's
+integer arithmetic does not overflow, the two agree to rounding (relative 1e-15).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from gate.comparator.compare import cast_up, missing_output_result, pair_outputs, value_or_from_dict
+from gate.comparator.dtypes import abs_difference
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
 
@@ -39,6 +40,18 @@ def _operand(array) -> np.ndarray:
     return array.astype(np.float64) if array.dtype.kind in "biu" else array
 
 
+def _difference(a, b) -> np.ndarray:
+    """``a - b`` for the metrics: floats in the promoted input dtype (Polygraphy); integers and
+    bools as the exact ``|a - b|`` (D14: no wraparound; int64 values beyond 2**53 that differ by 1
+    still differ) rounded to float64 (the metrics only square it)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+        if a.dtype == np.bool_ and b.dtype == np.bool_:
+            return np.logical_xor(a, b).astype(np.float64)
+        return abs_difference(a, b).astype(np.float64)
+    return np.subtract(_operand(a), _operand(b))
+
+
 def _squared(array: np.ndarray) -> np.ndarray:
     # Polygraphy squares through a 0-d int64 exponent: float32 data is promoted to float64.
     return np.power(array.astype(np.promote_types(array.dtype, np.float64), copy=False), 2)
@@ -49,8 +62,7 @@ def l2_norm(a, b) -> float:
     The difference is taken in the promoted input dtype, the squares and their sum in float64.
     Empty arrays give 0.0. NaN and inf propagate."""
     with np.errstate(all="ignore"):
-        diff = np.subtract(_operand(a), _operand(b))
-        return float(np.sqrt(np.sum(_squared(diff))))
+        return float(np.sqrt(np.sum(_squared(_difference(a, b)))))
 
 
 def cosine_similarity(a, b) -> float:
@@ -75,9 +87,9 @@ def psnr(a, b) -> float:
     """Peak signal-to-noise ratio in dB, with ``a`` (the FIRST runner) as the reference signal:
     ``20 log10(max(a)) - 10 log10(mean((a - b)**2))``; +inf when the mean squared error is 0; a
     peak ``max(a) <= 0`` is replaced by 1.0. The MSE is computed in float64."""
-    x, y = _operand(a), _operand(b)
+    x = _operand(a)
     with np.errstate(all="ignore"):
-        mse = np.mean(_squared(np.subtract(x, y)))
+        mse = np.mean(_squared(_difference(a, b)))
         if mse == 0:
             return math.inf
         peak = float(np.amax(x))
@@ -90,10 +102,10 @@ def snr(a, b) -> float:
     """Signal-to-noise ratio in dB, with ``a`` (the FIRST runner) as the signal:
     ``10 log10(mean(a**2) / mean((a - b)**2))``; +inf when the noise power is 0, else -inf when the
     signal power is 0. Powers are computed in float64."""
-    x, y = _operand(a), _operand(b)
+    x = _operand(a)
     with np.errstate(all="ignore"):
         signal = np.mean(_squared(x))
-        noise = np.mean(_squared(np.subtract(x, y)))
+        noise = np.mean(_squared(_difference(a, b)))
         if noise == 0:
             return math.inf
         if signal == 0:

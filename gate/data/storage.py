@@ -14,6 +14,7 @@ from gate.data.npz import read_npz
 from gate.data.onnx_values import from_npz_members, read_value_file, to_npz_members, write_value_file
 from gate.errors import GateError
 from gate.paths import require_inside
+from gate.structured import all_leaves
 
 MODEL_ZOO = "onnx-zoo"
 NPZ = "npz"
@@ -239,6 +240,12 @@ def write_iteration(
             written.append(path)
         return written
     if layout == NPZ:
+        for name, array in all_leaves(tensors):
+            if array.dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
+                raise GateError(
+                    f"{kind} '{name}' is {array.dtype}, which the npz layout cannot store (numpy "
+                    "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
+                )
         members = to_npz_members(tensors)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{index:06d}.npz"

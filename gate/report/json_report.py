@@ -36,7 +36,18 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
-from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, json_int, json_number, number_from_json
+from gate.results import (
+    ERROR,
+    PASSED,
+    REGRESSED,
+    GateResult,
+    OutputVerdict,
+    element_from_json,
+    element_json,
+    json_int,
+    json_number,
+    number_from_json,
+)
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
@@ -78,6 +89,9 @@ def _row(row: OutputVerdict) -> dict[str, Any]:
         "averaged": bool(row.averaged),
         "error": row.error,
         "dtypes": None if row.dtypes is None else [str(d) for d in row.dtypes],
+        "exact": bool(row.exact),
+        "rel_iteration": json_int(row.rel_iteration),
+        "worst_element": element_json(row.worst_values, row.worst_absdiff, row.worst_reldiff, row.nan_counts),
         **_baseline_fields(row),
     }
 
@@ -287,7 +301,14 @@ class _Reader:
             averaged=self.boolean(data, "averaged", f"{where}.averaged"),
             error=self.text(data, "error", MAX_ROW_ERROR, f"{where}.error", optional=True),
             dtypes=None if dtypes is None else (dtypes[0], dtypes[1]),
+            exact=data.get("exact") is True,
+            rel_iteration=self.integer(data, "rel_iteration", f"{where}.rel_iteration", optional=True),
         )
+        try:
+            for key, value in element_from_json(data.get("worst_element"), MAX_ROW_ERROR).items():
+                setattr(row, key, value)
+        except TypeError:
+            raise self.fail(f"{where}.worst_element", "null or the worst element's values and differences") from None
         if "baseline_abs_value" in data or "baseline_rel_value" in data:
             row.baseline_found = True
             row.baseline_abs = self.number(data, "baseline_abs_value", f"{where}.baseline_abs_value")

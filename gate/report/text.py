@@ -30,15 +30,16 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
         if row.error:
             cell = (row.output, "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
-            stat = f"{row.stat} (avg)" if row.averaged else row.stat
+            stat = "exact" if row.exact else row.stat
+            stat = f"{stat} (avg)" if row.averaged else stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             cell = (
                 row.output,
                 stat,
                 fmt(row.abs_value),
-                fmt(row.atol),
+                "-" if row.exact else fmt(row.atol),
                 fmt(row.rel_value),
-                fmt(row.rtol),
+                "-" if row.exact else fmt(row.rtol),
                 failed,
                 _verdict_cell(row),
             )
