@@ -224,18 +224,27 @@ def test_sequence_of_maps_records_and_checks_key_by_key(tmp_path, layout):
     assert len(cases) == 1 + 3 * 3
 
 
-def test_a_changed_class_probability_fails_naming_row_and_class(tmp_path):
+def recorded_probabilities(tmp_path, iteration: int, change) -> object:
+    """logreg_iris recorded in the model-zoo layout, its golden probabilities (a SequenceProto of
+    MapProtos) of ``iteration`` edited by ``change(proto)``; returns check's completed process."""
     cfg = logreg_iris_case(tmp_path, "onnx-zoo")
     assert run_cli("record", cfg).returncode == 0
-    golden = tmp_path / "inputs/test_data_set_1/output_1.pb"
+    golden = tmp_path / f"inputs/test_data_set_{iteration}/output_1.pb"
     proto = onnx.SequenceProto()
     proto.ParseFromString(golden.read_bytes())
     assert proto.elem_type == onnx.SequenceProto.MAP and proto.map_values[0].key_type == TensorProto.INT64
-    values = proto.map_values[2].values.tensor_values
-    changed = numpy_helper.to_array(values[1]) + np.float32(0.01)
-    values[1].CopyFrom(numpy_helper.from_array(changed.astype(np.float32)))
+    change(proto)
     golden.write_bytes(proto.SerializeToString())
-    proc = run_cli("check", cfg, "--junit", tmp_path / "j.xml")
+    return run_cli("check", cfg, "--junit", tmp_path / "j.xml")
+
+
+def test_a_changed_class_probability_fails_naming_row_and_class(tmp_path):
+    def nudge(proto):
+        values = proto.map_values[2].values.tensor_values
+        changed = numpy_helper.to_array(values[1]) + np.float32(0.01)
+        values[1].CopyFrom(numpy_helper.from_array(changed.astype(np.float32)))
+
+    proc = recorded_probabilities(tmp_path, 1, nudge)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 of 10 outputs out of tolerance: 'probabilities[2]{1}'" in proc.stdout
     case = junit_cases(tmp_path / "j.xml")["probabilities[2]{1}"]
@@ -243,15 +252,10 @@ def test_a_changed_class_probability_fails_naming_row_and_class(tmp_path):
 
 
 def test_a_missing_class_key_is_a_structural_failure_naming_the_key(tmp_path):
-    cfg = logreg_iris_case(tmp_path, "onnx-zoo")
-    assert run_cli("record", cfg).returncode == 0
-    golden = tmp_path / "inputs/test_data_set_0/output_1.pb"
-    proto = onnx.SequenceProto()
-    proto.ParseFromString(golden.read_bytes())
-    entry = proto.map_values[0]
-    entry.keys[2] = 7  # the reference has class 7 where the model has class 2
-    golden.write_bytes(proto.SerializeToString())
-    proc = run_cli("check", cfg, "--junit", tmp_path / "j.xml")
+    def rename(proto):
+        proto.map_values[0].keys[2] = 7  # the reference has class 7 where the model has class 2
+
+    proc = recorded_probabilities(tmp_path, 0, rename)
     assert proc.returncode == 2
     assert "'probabilities[0]' (lacks key {7} that the reference has and has key {2} that the reference lacks" in (
         proc.stdout
