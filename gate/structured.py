@@ -15,7 +15,7 @@ Every leaf has a name built from the output's name (``leaf_name``), readable and
 - ``seq[i]``: item ``i`` of a sequence (``probabilities[0]``);
 - ``map{key}``: the value at ``key`` of a map (``probabilities[0]{1}``, ``scores{setosa}``); a string
   key is written bare unless it is empty, looks like an integer, has surrounding spaces or holds one
-  of ``{}[]"``, in which case it is JSON-quoted (``scores{"3"}``, ``scores{"a}b"}``);
+  of ``{}[]"`` or a control character, in which case it is JSON-quoted (``scores{"3"}``, ``scores{"a}b"}``);
 - an optional holding a value adds nothing to the name.
 
 Structural differences are failures of the enclosing name, never broadcast or skipped: a sequence
@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-_BARE_KEY = re.compile(r'^(?!\s)(?!.*\s$)(?!-?\d+$)[^{}\[\]"]+$')
+_BARE_KEY = re.compile(r'^(?!\s)(?!.*\s$)(?!-?\d+$)[^{}\[\]"\x00-\x1f]+$')
 
 
 def is_structured(value) -> bool:
