@@ -444,3 +444,29 @@ def test_golden_digests_tell_structures_apart():
     }
     assert len(digests) == 9
     assert iteration_sha256({"o": np.ones(2, np.float32)}) == iteration_sha256({"o": np.ones(2, np.float32)})
+
+
+def test_record_npz_refuses_a_string_it_cannot_keep_in_one_line_and_writes_nothing(tmp_path):
+    save_model(
+        tmp_path / "id.onnx",
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+    )
+    data = tmp_path / "inputs" / "test_data_set_0"
+    data.mkdir(parents=True)
+    text = np.array(["ok", "nul\0"], dtype=object)
+    (data / "input_0.pb").write_bytes(numpy_helper.from_array(text, "x").SerializeToString())
+    cfg = write_gate_toml(tmp_path, 'model = "id.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    proc = run_cli("record", cfg, "--layout", "npz")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "iteration 0: output 'y' holds a string ending in NUL" in line and "--layout onnx-zoo" in line
+    assert not list((tmp_path / "golden").glob("*"))
+    cfg.write_text('model = "id.onnx"\ninputs = "inputs"\ngolden = "inputs"\n')
+    assert run_cli("record", cfg).returncode == 0  # the model-zoo layout keeps it
+    # numpy_helper.to_array reads "nul\0" back as "nul": compared exactly, that failed a model that had not changed.
+    assert run_cli("check", cfg, "--junit", tmp_path / "j.xml").returncode == 0
+    from gate.data.onnx_values import read_value_file
+
+    assert list(read_value_file(tmp_path / "inputs/test_data_set_0/output_0.pb")[1]) == ["ok", "nul\0"]

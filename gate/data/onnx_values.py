@@ -142,6 +142,14 @@ def _tensor(tensor, path) -> np.ndarray:
             f"{path}: tensor '{tensor.name}' keeps its values in external data; stored tensors must hold their "
             "values (a stored file never makes the gate read another file)."
         )
+    if tensor.data_type == onnx.TensorProto.STRING:  # numpy_helper.to_array drops a string's trailing NULs
+        try:
+            values = [value.decode("utf-8") for value in tensor.string_data]
+            return np.array(values, dtype=object).reshape(tuple(tensor.dims))
+        except (UnicodeDecodeError, ValueError) as err:
+            raise GateError(
+                f"{path}: string tensor '{tensor.name}' cannot be read ({type(err).__name__}: {err})."
+            ) from err
     try:
         return numpy_helper.to_array(tensor)
     except Exception as err:  # protobuf's DecodeError and numpy_helper's ValueError/TypeError
