@@ -16,6 +16,8 @@ A float tolerance means nothing for a token id, a class index, a mask or a strin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gate.comparator.compare import EXACT, SimpleCompareFunc, SimpleThreshold
@@ -68,10 +70,16 @@ class GateCompareFunc(SimpleCompareFunc):
                     str(np.asarray(a).dtype) for a in (array0, array1) if value_kind(np.asarray(a).dtype) == TEXT
                 )
                 raise GateError(
-                    f"{self.source}: {own[0]} gives output '{name}' a tolerance, but it holds {dtype} values, "
-                    "which are always compared exactly; remove that entry."
+                    f"output '{name}' holds {dtype} values, which are always compared exactly, but {own[0]} gives "
+                    f"it a tolerance of its own ({self.source}, --{own[0]} or the action input {own[0]}); "
+                    "remove that entry."
                 )
-            return EXACT
+            return self._exact(name)
         if kinds == {DISCRETE} and not own:
-            return EXACT
+            return self._exact(name)
         return self.thresholds_for(name)
+
+    def _exact(self, name: str) -> SimpleThreshold:
+        # The configured statistic's name stays (reports, baselines and check_average see the same
+        # statistic as before); the verdict is exactness whatever it is.
+        return replace(EXACT, check_error_stat=self.thresholds_for(name).check_error_stat)

@@ -132,9 +132,10 @@ def test_strings_are_always_exact_and_a_tolerance_for_one_is_an_error(tmp_path):
     assert "element [1] of iteration 0 differs (onnxrt 'dog' vs golden 'dot')" in failure_message(junit)
     proc, _, _ = check(config, "--atol", "y:1")
     assert proc.returncode == 2
-    assert "atol gives output 'y' a tolerance, but it holds object values, which are always compared exactly" in (
-        proc.stderr
-    )
+    assert (
+        "output 'y' holds object values, which are always compared exactly, but atol gives it a tolerance of its "
+        f"own ({config}, --atol or the action input atol); remove that entry."
+    ) in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -282,3 +283,20 @@ def test_exact_rows_and_worst_elements_survive_shards_merge_and_the_results_file
     back = read_untrusted_report(out / "merged.json").result.rows[0]
     assert back.exact and back.worst_values == ("w1", "zz") and back.worst_index == (2,)
     assert back.message() == failure_message(out / "full.xml")
+
+
+@pytest.mark.parametrize("stat", ["median", "quantile", "mean"])
+def test_exact_whatever_the_statistic(tmp_path, stat):
+    # One token of five differs: its median (and 0.99 quantile of 5) abs error is 0 under a float
+    # check, yet the output is wrong. The statistic's name stays (baselines compare it).
+    ids = np.array([5, 6, 7, 8, 9], np.int64)
+    golden = np.array([5, 6, 7, 8, 10], np.int64)
+    config = identity_case(tmp_path, [ids], [golden], f'[compare]\ncheck_error_stat = "{stat}"\natol = 1\nrtol = 1\n')
+    proc, junit, report = check(config)
+    assert proc.returncode == 1, proc.stdout
+    assert table_row(proc.stdout)[1] == "exact"
+    assert failure_message(junit).startswith(
+        "FAILED: exact: element [4] of iteration 0 differs (onnxrt 9 vs golden 10); 1 of 5 elements differ"
+    )
+    row = json.loads(report.read_text())["rows"][0]
+    assert (row["stat"], row["exact"], row["mismatch_count"]) == (stat, True, 1)

@@ -86,7 +86,8 @@ class SimpleThreshold:
 
 EXACT = SimpleThreshold("elemwise", 0.0, 0.0, exact=True)
 """Every element equal: an element fails when its absolute and its relative difference are both
-above 0 (for integers, bools and strings: when it differs)."""
+above 0 (for integers, bools and strings: when it differs). ``dataclasses.replace(EXACT,
+check_error_stat=...)`` keeps another statistic's name (and its statistics) with the same verdict."""
 
 
 class OutputCompareResult:
@@ -99,10 +100,11 @@ class OutputCompareResult:
     ``num_elements``; ``zero_reference_count`` (reference elements equal to 0, whose relative error
     is inflated by the epsilon); ``mismatch_count`` (elements outside tolerance, elemwise only);
     ``worst_index`` (index tuple of the largest absolute difference, NaN first: among the elements
-    out of tolerance for elemwise; the first differing element for an ``exact`` threshold), and of
-    that one element: ``worst_values`` (its value in the output and in the reference, Python
-    scalars), ``worst_absdiff`` and ``worst_reldiff`` (its own differences, floats); ``nan_counts``
-    (for a failed float output: elements that are NaN on both sides, and on one side only);
+    out of tolerance for elemwise; the first differing element for an ``exact`` threshold), and,
+    for a failed result, of that one element: ``worst_values`` (its value in the output and in the
+    reference, Python scalars), ``worst_absdiff`` and ``worst_reldiff`` (its own differences,
+    floats), else None; ``nan_counts`` (for a failed float output holding NaN: elements that are
+    NaN on both sides, and on one side only);
     ``dtypes`` and ``shapes`` of both sides; ``error`` (why no statistics could be computed, e.g. a
     shape mismatch: the result is then a failure).
     """
@@ -226,19 +228,22 @@ def compare_arrays(
         )
     flat_index = stats.pop("worst_index")
     mismatch_count = stats["mismatch_count"]
-    if threshold.exact and mismatch_count:
-        flat_index = _first_difference(a, b)
+    passed = None if mismatch_count is None else mismatch_count == 0
+    if threshold.exact and not (passed if passed is not None else threshold.passed(_Statistics(stats))):
+        # Every element must be equal, whatever the statistic: the first differing element, and
+        # how many differ (for the exact outputs' dtypes that is absdiff > 0, the elemwise count).
+        differs = np.not_equal(a, b).reshape(-1)
+        flat_index = int(np.argmax(differs))
+        stats["mismatch_count"] = int(np.count_nonzero(differs))
+        passed = False
     worst_index = tuple(int(i) for i in np.unravel_index(flat_index, a.shape))
-    result = OutputCompareResult(
-        passed=None if mismatch_count is None else mismatch_count == 0,
-        worst_index=worst_index,
-        **_element(a, b, worst_index, infinities_compare_equal, nans_compare_equal),
-        **stats,
-        **common,
-    )
-    if not result and "f" in (widened_dtype(a.dtype).kind, widened_dtype(b.dtype).kind):
-        counts = _nan_counts(a, b)
-        result.nan_counts = counts if any(counts) else None
+    result = OutputCompareResult(passed=passed, worst_index=worst_index, **stats, **common)
+    if not result:  # what a failure line shows (a passing output costs nothing more)
+        for key, value in _element(a, b, worst_index, infinities_compare_equal, nans_compare_equal).items():
+            setattr(result, key, value)
+        if "f" in (widened_dtype(a.dtype).kind, widened_dtype(b.dtype).kind):
+            counts = _nan_counts(a, b)
+            result.nan_counts = counts if any(counts) else None
     return result
 
 
@@ -268,10 +273,11 @@ def _element(a, b, index, infinities_compare_equal, nans_compare_equal) -> dict:
     }
 
 
-def _first_difference(a, b) -> int:
-    """The flat C-order index of the first element where ``a`` and ``b`` differ (NaN differs)."""
-    differs = np.not_equal(a, b)
-    return int(np.argmax(differs.reshape(-1)))
+class _Statistics:
+    """Attribute access to a ``diff_statistics`` dict (for ``SimpleThreshold.passed``)."""
+
+    def __init__(self, stats: dict):
+        self.__dict__.update(stats)
 
 
 def _nan_counts(a, b) -> tuple[int, int]:

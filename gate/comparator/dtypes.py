@@ -72,7 +72,7 @@ def unsigned_dtype(dtype: np.dtype) -> np.dtype:
 def abs_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``|cast_up(a) - cast_up(b)|`` of two numeric (or bool and numeric) arrays, exact for
     integers over the whole range of every integer dtype (deviation D14: Polygraphy subtracts in
-    the integer dtype, which wraps around, so INT64_MAX vs -1 has abs error 0 there).
+    the integer dtype, which wraps around, so INT64_MAX vs -1 has abs error -2**63 there and passes).
 
     Integers (after ``cast_up``, in their common dtype ``R``): ``max(a, b) - min(a, b)`` in the
     unsigned dtype of ``R``'s width, which holds every difference of two ``R`` values exactly
