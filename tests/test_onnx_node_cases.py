@@ -102,9 +102,10 @@ def mutated(tmp_path, case, change):
     shutil.copytree(NODE / case, folder)
     model = onnx.load(str(folder / "model.onnx"))
     path = folder / "test_data_set_0" / "output_0.pb"
-    from gate.data.onnx_values import read_value_file, write_value_file
+    from gate.data.onnx_values import write_value_file
+    from gate.data.storage import read_tensor_proto
 
-    name, value = read_value_file(path, model.graph.output[0].type)
+    name, value = read_tensor_proto(path, model.graph.output[0].type)
     write_value_file(path, name, change(value), model.graph.output[0].type)
     return tmp_path
 

@@ -341,14 +341,15 @@ def test_npz_key_scheme_round_trips_every_kind(tmp_path):
 
 
 def test_maps_with_string_keys_round_trip_through_map_protos(tmp_path):
-    from gate.data.onnx_values import read_value_file, write_value_file
+    from gate.data.onnx_values import write_value_file
+    from gate.data.storage import read_tensor_proto
 
     seq_map = helper.make_sequence_type_proto(
         helper.make_map_type_proto(TensorProto.STRING, helper.make_tensor_type_proto(TensorProto.FLOAT, []))
     )
     value = [{"setosa": np.array(0.5, np.float32), "virginica": np.array(0.5, np.float32)}, {}]
     write_value_file(tmp_path / "o.pb", "probs", value, seq_map)
-    name, back = read_value_file(tmp_path / "o.pb", seq_map)
+    name, back = read_tensor_proto(tmp_path / "o.pb", seq_map)
     assert name == "probs" and list(back[0]) == ["setosa", "virginica"] and back[1] == {}
     proto = onnx.SequenceProto()
     proto.ParseFromString((tmp_path / "o.pb").read_bytes())
@@ -467,6 +468,6 @@ def test_record_npz_refuses_a_string_it_cannot_keep_in_one_line_and_writes_nothi
     assert run_cli("record", cfg).returncode == 0  # the model-zoo layout keeps it
     # numpy_helper.to_array reads "nul\0" back as "nul": compared exactly, that failed a model that had not changed.
     assert run_cli("check", cfg, "--junit", tmp_path / "j.xml").returncode == 0
-    from gate.data.onnx_values import read_value_file
+    from gate.data.storage import read_tensor_proto
 
-    assert list(read_value_file(tmp_path / "inputs/test_data_set_0/output_0.pb")[1]) == ["ok", "nul\0"]
+    assert list(read_tensor_proto(tmp_path / "inputs/test_data_set_0/output_0.pb")[1]) == ["ok", "nul\0"]

@@ -9,7 +9,8 @@ model's type decides, as ONNX's own test runner does; a file that parses as anot
 line naming the file, the value and both kinds. Tensors go through ``onnx.numpy_helper.to_array`` /
 ``from_array``; the containers are walked here because ``numpy_helper.to_list`` refuses an empty
 sequence (``elem_type`` UNDEFINED), ``to_dict`` gives string keys as bytes and drops repeated keys,
-and ``from_dict`` cannot take ``str`` keys (onnx 1.23). What is written here reads back with
+and ``from_dict`` cannot take ``str`` keys (onnx 1.23); string tensors are decoded here too, as
+``to_array`` drops a string's trailing NULs. What is written here reads back with
 ``numpy_helper.to_list`` / ``to_optional`` to the same values.
 
 npz (no pickles): a tensor output is stored under its name, a string tensor as a fixed-width
@@ -105,18 +106,15 @@ def _other_kind(data: bytes, tried: str) -> str | None:
     return None
 
 
-def read_value_file(path: Path, value_type=None, what: str = "value") -> tuple[str, object]:
-    """Reads one model-zoo file as the proto ``value_type`` (an ``onnx.TypeProto``; None: a tensor)
-    declares; returns ``(proto name, value)`` with the value as ``gate.structured`` holds it.
+def parse_value(data: bytes, path, value_type=None, what: str = "value") -> tuple[str, object]:
+    """Parses one model-zoo file's bytes (read from ``path``, named in errors) as the proto
+    ``value_type`` (an ``onnx.TypeProto``; None: a tensor) declares; returns ``(proto name, value)``
+    with the value as ``gate.structured`` holds it.
 
     Raises:
-        GateError: the file is unreadable, not that proto (naming the kind it holds when another
-            parses), keeps tensor values in external data, or holds values the type rules out.
+        GateError: not that proto (naming the kind it holds when another parses), tensor values kept
+            in external data, or values the type rules out.
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise GateError(f"{path}: cannot read ({err.strerror}).") from err
     kind = _kind(value_type)
     cls = _PROTOS[kind]
     declared = f"{what} is {type_text(value_type)}" if value_type is not None else f"{what} is read as a tensor"

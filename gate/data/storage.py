@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from gate.data.npz import read_npz
-from gate.data.onnx_values import from_npz_members, read_value_file, to_npz_members, write_value_file
+from gate.data.onnx_values import from_npz_members, parse_value, to_npz_members, write_value_file
 from gate.errors import GateError
 from gate.paths import require_inside
 from gate.structured import all_leaves
@@ -142,7 +142,7 @@ class TensorSet:
             raise IndexError(index)
         if self.layout == MODEL_ZOO:
             return self._read_zoo(self.entries[index])
-        return _read_npz(self.entries[index])
+        return from_npz_members(_read_npz(self.entries[index]), self.entries[index])
 
     def _read_zoo(self, folder: Path) -> OrderedDict:
         prefix = f"{self.kind}_"
@@ -166,7 +166,7 @@ class TensorSet:
         for position in range(expected):
             declared = self.names[position] if position < len(self.names) else None
             what = f"model's {self.kind} '{declared}'" if declared is not None else f"{self.kind} {position}"
-            name, array = read_value_file(files[position], self.types.get(declared), what)
+            name, array = read_tensor_proto(files[position], self.types.get(declared), what)
             if not name:
                 if position >= len(self.names):
                     raise GateError(
@@ -180,22 +180,26 @@ class TensorSet:
         return tensors
 
 
-def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
-    """Reads one serialized ``onnx.TensorProto`` file; returns ``(name, array)``.
+def read_tensor_proto(path: Path, value_type=None, what: str = "value") -> tuple[str, object]:
+    """Reads one serialized ``onnx.TensorProto`` file, or the ``SequenceProto``, ``MapProto`` or
+    ``OptionalProto`` that ``value_type`` (an ``onnx.TypeProto``) declares
+    (``gate.data.onnx_values.parse_value``); returns ``(name, value)``.
 
     Raises:
-        GateError: the file is missing, truncated or not a TensorProto (naming the ONNX proto it
-            holds when it parses as a SequenceProto, MapProto or OptionalProto instead).
+        GateError: the file is missing, truncated or not a TensorProto.
     """
-    return read_value_file(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise GateError(f"{path}: cannot read ({err.strerror}).") from err
+    return parse_value(data, path, value_type, what)
 
 
 def _read_npz(path: Path) -> OrderedDict:
     try:
-        members = read_npz(path)
+        return read_npz(path)
     except Exception as err:  # zipfile, zlib, numpy header and OS errors alike: a file we cannot read
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
-    return from_npz_members(members, path)
 
 
 def open_tensor_set(
