@@ -471,3 +471,21 @@ def test_record_npz_refuses_a_string_it_cannot_keep_in_one_line_and_writes_nothi
     from gate.data.storage import read_tensor_proto
 
     assert list(read_tensor_proto(tmp_path / "inputs/test_data_set_0/output_0.pb")[1]) == ["ok", "nul\0"]
+
+
+def test_shards_of_a_sequence_of_maps_merge_to_the_unsharded_verdict(tmp_path):
+    cfg = logreg_iris_case(tmp_path, "onnx-zoo")
+    assert run_cli("record", cfg).returncode == 0
+    golden = tmp_path / "inputs/test_data_set_1/output_1.pb"
+    proto = onnx.SequenceProto()
+    proto.ParseFromString(golden.read_bytes())
+    del proto.map_values[2]  # iteration 1's reference has 2 rows where the model gives 3
+    golden.write_bytes(proto.SerializeToString())
+    full = run_cli("check", cfg, "--junit", "full.xml", cwd=tmp_path)
+    for shard in (1, 2):
+        proc = run_cli("check", cfg, "--shard", f"{shard}/2", "--write-partial", f"p{shard}.json", cwd=tmp_path)
+        assert proc.returncode == (2 if shard == 2 else 0) and (tmp_path / f"p{shard}.json").is_file()
+    merged = run_cli("merge", "p1.json", "p2.json", "--junit", "m.xml", cwd=tmp_path)
+    assert full.returncode == merged.returncode == 2, merged.stdout + merged.stderr
+    assert "'probabilities' (has 3 items but the reference has 2 items at iteration 1" in merged.stdout
+    assert set(junit_cases(tmp_path / "m.xml")) == set(junit_cases(tmp_path / "full.xml"))
