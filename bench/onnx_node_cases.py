@@ -407,7 +407,12 @@ def category(result: CaseResult) -> str:
 
 
 def table(results, title: str) -> str:
-    lines = [f"## {title}", "", "| case | verdict | why |", "|---|---|---|"]
+    legend = (
+        "verdict: `accuracy-gate check`'s exit code (PASS 0, FAIL 1, ERROR 2: could not evaluate; CRASH: an "
+        "exception escaped). why: ONNX's own criterion on onnxruntime's outputs (`Runner.assert_similar_outputs`), "
+        "then the gate's message (its first failing row)."
+    )
+    lines = [f"## {title}", "", legend, "", "| case | verdict | why |", "|---|---|---|"]
     lines += [f"| {r.case} | {r.verdict} | {r.why} |" for r in results]
     counts = {v: sum(r.verdict == v for r in results) for v in ("PASS", "FAIL", "ERROR", "CRASH")}
     disagree = [r.case for r in results if not r.agrees]
