@@ -249,8 +249,8 @@ def _is_ml(value, np) -> bool:
 
 def _run_raw(session, feeds, model, refs, ort, np) -> list:
     """onnxruntime's outputs through OrtValues, for what ``run()`` cannot take or return: an
-    ml_dtypes input goes in as its bit patterns with its ONNX type (bfloat16, float8; packed 2/4-bit
-    types are refused), an output onnxruntime has no numpy type for is read from its CPU buffer as
+    ml_dtypes input goes in as its bit patterns with its ONNX type (2/4-bit types packed into an
+    OrtValue's buffer), an output onnxruntime has no numpy type for is read from its CPU buffer as
     the reference's dtype (2/4-bit types unpacked low bits first, ONNX's packing), widened to
     float32 with the reference so ONNX's criterion can compare them."""
     import ctypes
@@ -260,8 +260,19 @@ def _run_raw(session, feeds, model, refs, ort, np) -> list:
     for name, value in feeds.items():
         if _is_ml(value, np):
             kind = onnx_type_name(types[name])
-            if kind in _PACKED_BITS:
-                raise ValueError(f"the harness cannot feed packed {kind} inputs")
+            if kind in _PACKED_BITS:  # ONNX packs 8 // bits elements per byte, the first in the low bits
+                bits = _PACKED_BITS[kind]
+                codes = [int(c) & ((1 << bits) - 1) for c in value.reshape(-1).view(np.uint8)]
+                codes += [0] * (-len(codes) % (8 // bits))
+                packed = bytes(
+                    sum(code << (bits * j) for j, code in enumerate(codes[i : i + 8 // bits]))
+                    for i in range(0, len(codes), 8 // bits)
+                )
+                ort_value = ort.OrtValue.ortvalue_from_shape_and_type(list(value.shape), types[name], "cpu", 0)
+                assert ort_value.tensor_size_in_bytes() == len(packed)
+                ctypes.memmove(ort_value.data_ptr(), packed, len(packed))
+                values[name] = ort_value
+                continue
             bits = value.view(np.uint8 if value.dtype.itemsize == 1 else np.uint16)
             values[name] = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, types[name])
         else:
@@ -379,7 +390,6 @@ _CATEGORIES = (
         r"fed (\S+) inputs as OrtValues.*could not evaluate",
         "onnxruntime's run() refuses {0} numpy inputs (ONNX's reference passes when fed as OrtValues)",
     ),
-    (r"cannot feed packed (\w+) inputs", "onnxruntime's run() refuses {0} inputs, and so does this harness"),
     (
         r"^read through OrtValues; onnxruntime matches",
         "onnxruntime matches the reference (outputs read from its buffers)",
@@ -392,6 +402,7 @@ _CATEGORIES = (
     ),
     (r"ONNX's criterion fails too", "onnxruntime's values differ from the reference beyond ONNX's tolerance"),
     (r"ONNX's comparison cannot take", "a structural difference ONNX's comparison cannot take"),
+    (r"^fed (\S+) inputs as OrtValues", "onnxruntime matches the reference ({0} inputs fed as OrtValues)"),
     (r"matches ONNX's reference", "onnxruntime matches the reference"),
 )
 

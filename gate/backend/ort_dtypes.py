@@ -73,7 +73,12 @@ def run_with_ml_dtypes(sess, feed_dict, output_names, output_types, runner_name)
     """
     import onnxruntime
 
-    feeds = {name: onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v)) for name, v in feed_dict.items()}
+    feeds = {
+        name: v
+        if isinstance(v, onnxruntime.OrtValue)
+        else onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v))
+        for name, v in feed_dict.items()
+    }
     values = sess.run_with_ort_values(list(output_names), feeds)
     outputs = []
     for name, onnx_type, value in zip(output_names, output_types, values):
