@@ -101,3 +101,33 @@ def test_raw_bytes_of_an_unknown_type_are_one_error_naming_the_dtype():
     assert not result and result.error == (
         "holds |V2 values (raw bytes of a type numpy does not know), which cannot be compared"
     )
+
+
+@pytest.mark.parametrize(
+    ("elem_type", "dtype"),
+    [
+        (TensorProto.BFLOAT16, ml_dtypes.bfloat16),
+        (TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2),  # numpy kind "f"
+        (TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn),
+        (TensorProto.INT4, ml_dtypes.int4),  # packed two per byte; odd element count
+        (TensorProto.UINT4, ml_dtypes.uint4),
+    ],
+    ids=lambda v: getattr(v, "__name__", str(v)),
+)
+def test_narrow_inputs_are_fed_with_their_onnx_type(tmp_path, elem_type, dtype):
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+        "cast_in",
+        [helper.make_tensor_value_info("x", elem_type, [5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    onnx.save(model, tmp_path / "cast_in.onnx")
+    values = np.array([1.0, -2.0, 3.0, 0.0, 7.0], np.float32)
+    if dtype == ml_dtypes.uint4:
+        values = np.abs(values)
+    x = values.astype(dtype)
+    with OnnxrtRunner(SessionFromOnnx(tmp_path / "cast_in.onnx")) as runner:
+        y = runner.infer({"x": x})["y"]
+    np.testing.assert_array_equal(y, x.astype(np.float32))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -30,41 +29,6 @@ _ORT_TYPES = {
 }
 
 GRAPH_OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
-
-
-_PACKED_BITS = {"tensor(int4)": 4, "tensor(uint4)": 4, "tensor(float4e2m1)": 4, "tensor(int2)": 2, "tensor(uint2)": 2}
-
-
-def ort_input(value, ort_type: str):
-    """An input of a declared narrow type (bfloat16, float8, int4/uint4, float4, int2/uint2), given as
-    the ml_dtypes array of that type, as an OrtValue of that ONNX type: onnxruntime's ``run`` refuses
-    such numpy arrays ("Numpy_type 262 can't be converted to MLDataType") but takes OrtValues. 2- and
-    4-bit values are packed as ONNX packs them (the first element in the lowest bits). Anything
-    else, an array of another dtype included, is returned as it is (onnxruntime names a mismatch).
-    """
-    dtype = ort_dtypes.ml_dtype(ort_type)
-    if dtype is None or not isinstance(value, np.ndarray) or value.dtype != dtype:
-        return value
-    import onnx
-    import onnxruntime
-
-    elem_type = getattr(onnx.TensorProto, ort_type[len("tensor(") : -1].upper())
-    value = np.ascontiguousarray(value)
-    bits = _PACKED_BITS.get(ort_type)
-    if bits is None:
-        codes = value.view(np.uint8 if value.dtype.itemsize == 1 else np.uint16)
-        return onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(codes, elem_type)
-    per_byte = 8 // bits
-    codes = value.reshape(-1).view(np.uint8) & ((1 << bits) - 1)
-    codes = np.concatenate([codes, np.zeros(-codes.size % per_byte, np.uint8)])
-    packed = np.zeros(codes.size // per_byte, np.uint8)
-    for i in range(per_byte):
-        packed |= codes[i::per_byte] << (bits * i)
-    ort_value = onnxruntime.OrtValue.ortvalue_from_shape_and_type(list(value.shape), elem_type, "cpu", 0)
-    if ort_value.tensor_size_in_bytes() != packed.nbytes:
-        return value  # not the layout assumed here: let onnxruntime refuse the array
-    ctypes.memmove(ort_value.data_ptr(), packed.ctypes.data, packed.nbytes)
-    return ort_value
 
 
 def structured_output(value, ort_type: str):
@@ -171,7 +135,6 @@ class OnnxrtRunner(BaseRunner):
         self.sess = self._sess_arg() if callable(self._sess_arg) else self._sess_arg
         self._output_names = [o.name for o in self.sess.get_outputs()]
         self._output_types = [o.type for o in self.sess.get_outputs()]
-        self._input_types = {node.name: node.type for node in self.sess.get_inputs()}
         self._metadata = TensorMetadata()
         for node in self.sess.get_inputs():
             # A sequence, map or optional input has no tensor shape to check (onnxruntime checks it).
@@ -196,16 +159,21 @@ class OnnxrtRunner(BaseRunner):
     def infer_impl(self, feed_dict):
         start = time.perf_counter()
         try:
-            feed_dict = {name: ort_input(value, self._input_types.get(name, "")) for name, value in feed_dict.items()}
-            outputs = self.sess.run(None, feed_dict)
+            outputs = self.sess.run(None, dict(feed_dict))
             outputs = [ort_dtypes.as_declared(out, kind) for out, kind in zip(outputs, self._output_types)]
         except Exception as err:
             if ort_dtypes.refused_by_run(err):  # bfloat16, float8, int4 ...: read as ml_dtypes arrays
-                outputs = ort_dtypes.run_with_ml_dtypes(
-                    self.sess, feed_dict, self._output_names, self._output_types, self.name
-                )
-                self.inference_time = time.perf_counter() - start
-                return OrderedDict(zip(self._output_names, outputs))
+                try:
+                    outputs = ort_dtypes.run_with_ml_dtypes(
+                        self.sess, feed_dict, self._output_names, self._output_types, self.name
+                    )
+                except GateError:
+                    raise
+                except Exception as retry_err:
+                    err = retry_err
+                else:
+                    self.inference_time = time.perf_counter() - start
+                    return OrderedDict(zip(self._output_names, outputs))
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{self.name}: onnxruntime failed during inference ({first}).") from err
         self.inference_time = time.perf_counter() - start

@@ -6,7 +6,8 @@ files of such outputs (``onnx.numpy_helper.to_array``) are ml_dtypes arrays, com
 (``gate.comparator.kernels.cast_up``: float32 / int32). Here the runner's outputs become the same
 ml_dtypes arrays: uint8 bit patterns are viewed as the declared type, and outputs that ``run``
 refuses are read from ``run_with_ort_values``' CPU buffers (int4 / uint4 / float4 are packed two
-per byte, the first element in the low nibble, as ONNX stores them).
+per byte, the first element in the low nibble, as ONNX stores them). Stored inputs of those types
+(which ``run`` refuses too) are fed the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def ml_dtype(onnx_type: str):
     return np.dtype(getattr(ml_dtypes, name))
 
 
+_ML_DTYPES = {dtype for dtype in map(ml_dtype, _NAMES) if dtype is not None}
+
+
 def as_declared(array, onnx_type: str):
     """``array`` as its declared ONNX type: uint8 bit patterns of a float8 output viewed as that
     ml_dtypes type; anything else unchanged."""
@@ -58,14 +62,37 @@ def as_declared(array, onnx_type: str):
 
 
 def refused_by_run(err: Exception) -> bool:
-    """``InferenceSession.run`` failed only because an output's type has no numpy type."""
-    return "No corresponding Numpy type" in str(err)
+    """``InferenceSession.run`` failed only because an output's type has no numpy type, or an
+    input's ml_dtypes type has no onnxruntime type ("Numpy_type 256 can't be converted")."""
+    return "No corresponding Numpy type" in str(err) or "can't be converted to MLDataType" in str(err)
+
+
+def _ort_value(onnxruntime, array: np.ndarray):
+    """An OrtValue of ``array``; an ml_dtypes array with its ONNX type (int4 / uint4 / float4
+    packed two per byte, the first element in the low nibble)."""
+    array = np.ascontiguousarray(array)
+    if array.dtype not in _ML_DTYPES:  # (float8_e5m2 has numpy kind "f", the others "V")
+        return onnxruntime.OrtValue.ortvalue_from_numpy(array)
+    import onnx
+
+    onnx_type = onnx.helper.np_dtype_to_tensor_dtype(array.dtype)
+    bits = array.view(np.uint8)
+    if onnx_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4, onnx.TensorProto.FLOAT4E2M1):
+        nibbles = bits.reshape(-1) & 0xF
+        if nibbles.size % 2:
+            nibbles = np.append(nibbles, np.uint8(0))
+        packed = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
+        bits = np.zeros(array.shape, np.uint8)  # onnxruntime reads ceil(n / 2) bytes of it
+        bits.reshape(-1)[: packed.size] = packed
+    elif array.dtype.itemsize == 2:
+        bits = array.view(np.uint16)
+    return onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx_type)
 
 
 def run_with_ml_dtypes(sess, feed_dict, output_names, output_types, runner_name):
     """The outputs of one ``sess`` run (a list in ``output_names`` order) when ``run`` refused a
-    narrow type: the run is repeated with ``run_with_ort_values`` and each such output is copied
-    out of its CPU buffer as its ml_dtypes type.
+    narrow type: the run is repeated with ``run_with_ort_values`` (ml_dtypes inputs given their
+    ONNX type) and each narrow output is copied out of its CPU buffer as its ml_dtypes type.
 
     Raises:
         GateError: an output of a type that cannot be read this way (not on the CPU, or unknown to
@@ -73,12 +100,7 @@ def run_with_ml_dtypes(sess, feed_dict, output_names, output_types, runner_name)
     """
     import onnxruntime
 
-    feeds = {
-        name: v
-        if isinstance(v, onnxruntime.OrtValue)
-        else onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v))
-        for name, v in feed_dict.items()
-    }
+    feeds = {name: _ort_value(onnxruntime, np.asarray(v)) for name, v in feed_dict.items()}
     values = sess.run_with_ort_values(list(output_names), feeds)
     outputs = []
     for name, onnx_type, value in zip(output_names, output_types, values):
