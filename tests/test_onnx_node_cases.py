@@ -1,5 +1,5 @@
 """ONNX's own backend node tests through ``accuracy-gate check`` (``bench/onnx_node_cases.py``), on
-a fixed subset vendored in ``tests/data/onnx_node`` (35 cases of ``onnx==1.22.0``'s
+a fixed subset vendored in ``tests/data/onnx_node`` (36 cases of ``onnx==1.22.0``'s
 ``onnx/backend/test/data/node``, 0.3 MB, Apache-2.0: see its NOTICE.md): every verdict is the one
 ONNX's own criterion (``onnx.backend.test.runner.Runner.assert_similar_outputs`` on onnxruntime's
 outputs) implies, no case crashes, and the verdicts are pinned with their reasons."""
@@ -37,6 +37,7 @@ EXPECTED = {
     "test_ai_onnx_ml_label_encoder_string_int": "PASS",  # string input, int64 output
     "test_cast_FLOAT8E4M3FN_to_FLOAT": "PASS",  # a float8 input, fed as an OrtValue (run() refuses the array)
     "test_cast_INT4_to_FLOAT": "PASS",  # an int4 input, packed into an OrtValue
+    "test_cast_UINT2_to_FLOAT": "PASS",  # a uint2 input, packed four per byte
     "test_cast_FLOAT_to_BFLOAT16": "PASS",  # read from onnxruntime's buffer (run() has no numpy type for it)
     "test_cast_FLOAT_to_FLOAT16": "PASS" if NAN_RULE else "FAIL",  # NaN on both sides, equal bit for bit
     "test_cast_FLOAT_to_FLOAT8E4M3FN": "PASS",  # onnxruntime returns uint8 bit patterns, compared as float8

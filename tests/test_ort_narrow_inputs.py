@@ -14,7 +14,7 @@ from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from conftest import run_cli, write_gate_toml
 
 
-def identity_model(path, elem_type, out_type=None):
+def identity_model(path, elem_type, out_type=None, opset=21):
     """y = Identity(x), or y = Cast(x, to=out_type): [5] in, [5] out."""
     node = (
         helper.make_node("Identity", ["x"], ["y"])
@@ -27,8 +27,8 @@ def identity_model(path, elem_type, out_type=None):
         [helper.make_tensor_value_info("x", elem_type, [5])],
         [helper.make_tensor_value_info("y", out_type or elem_type, [5])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    model.ir_version = 10
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10 if opset < 25 else 11  # Cast takes 2-bit types from opset 25
     onnx.save(model, str(path))
     return path
 
@@ -40,12 +40,15 @@ def identity_model(path, elem_type, out_type=None):
         (TensorProto.BFLOAT16, ml_dtypes.bfloat16),
         (TensorProto.INT4, ml_dtypes.int4),
         (TensorProto.UINT4, ml_dtypes.uint4),
+        (TensorProto.INT2, ml_dtypes.int2),
+        (TensorProto.UINT2, ml_dtypes.uint2),
     ],
 )
 def test_narrow_inputs_reach_onnxruntime_and_come_back_equal(tmp_path, elem_type, dtype):
     # On main: "onnxruntime failed during inference (Numpy_type 262 can't be converted to MLDataType.)".
-    model = identity_model(tmp_path / "id.onnx", elem_type, TensorProto.FLOAT)
-    x = np.array([1, -2, 3, 0, 7] if dtype != ml_dtypes.uint4 else [1, 2, 3, 0, 15], dtype=np.float32).astype(dtype)
+    model = identity_model(tmp_path / "id.onnx", elem_type, TensorProto.FLOAT, opset=25)
+    values = {ml_dtypes.uint4: [1, 2, 3, 0, 15], ml_dtypes.int2: [1, -2, 0, -1, 1], ml_dtypes.uint2: [1, 2, 3, 0, 3]}
+    x = np.array(values.get(dtype, [1, -2, 3, 0, 7]), dtype=np.float32).astype(dtype)
     with OnnxrtRunner(SessionFromOnnx(model)) as runner:
         y = runner.infer({"x": x})["y"]
     assert y.dtype == np.float32 and y.tolist() == x.astype(np.float32).tolist()
