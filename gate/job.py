@@ -24,7 +24,7 @@ from gate.comparator.data_loader import coerce_feed_dict
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
-from gate.data.onnx_model import model_io_names, model_io_names_and_sha256
+from gate.data.onnx_model import model_io
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.dtype_rules import GateCompareFunc
@@ -32,6 +32,7 @@ from gate.errors import GateError
 from gate.paths import refuse_symlinks
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
+from gate.structured import all_leaves
 
 log = logging.getLogger("gate")
 
@@ -176,8 +177,8 @@ def _where(inputs, golden, index) -> str:
     return where
 
 
-def _open(path, kind, names, labels):
-    stored = open_tensor_set(path, kind, names)
+def _open(path, kind, names, labels, types=None):
+    stored = open_tensor_set(path, kind, names, types=types)
     label = (labels or {}).get(kind)
     return Labelled(stored, label) if label else stored
 
@@ -233,15 +234,15 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     """
     start = time.perf_counter()
     shard = shard or Shard()
-    input_names, output_names, model_sha256 = model_io_names_and_sha256(cfg.model)
+    input_names, output_names, model_sha256, types = model_io(cfg.model)
     _check_per_output_names(cfg, output_names)
-    inputs = _open(cfg.inputs, "input", input_names, labels)
+    inputs = _open(cfg.inputs, "input", input_names, labels, types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
-    golden = _open(cfg.golden, "output", output_names, labels)
+    golden = _open(cfg.golden, "output", output_names, labels, types)
     if len(golden) != len(inputs):
         hint = (
             "every input needs its golden outputs ('accuracy-gate record --force' records them all anew)"
@@ -390,8 +391,8 @@ def record(
             outputs would share the inputs' folder; no stored inputs; a runner or a file write fails
             (naming the iteration or the file).
     """
-    input_names, output_names = model_io_names(cfg.model)
-    inputs = _open(cfg.inputs, "input", input_names, labels)
+    input_names, output_names, _, types = model_io(cfg.model)
+    inputs = _open(cfg.inputs, "input", input_names, labels, types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
     layout = layout or inputs.layout
@@ -424,7 +425,7 @@ def record(
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
                 if warn_nan:
                     _warn_nan(outputs, index, inputs.location(index), warned)
-                _write(staging, layout, index, outputs)
+                _write(staging, layout, index, outputs, types)
         for path in existing:
             path.unlink()
         written = []
@@ -444,8 +445,7 @@ def record(
 def _warn_nan(outputs, index, where, warned: set) -> None:
     """One warning per output whose recorded golden values hold NaN: a NaN never compares equal, so
     every later check reports that output out of tolerance."""
-    for name, array in outputs.items():
-        array = np.asarray(array)
+    for name, array in all_leaves(outputs):
         if name not in warned and array.dtype.kind in "fc" and np.isnan(array).any():
             warned.add(name)
             log.warning(
@@ -456,9 +456,11 @@ def _warn_nan(outputs, index, where, warned: set) -> None:
             )
 
 
-def _write(folder, layout, index, outputs):
+def _write(folder, layout, index, outputs, types=None):
     try:
-        write_iteration(folder, layout, "output", index, outputs)
+        write_iteration(folder, layout, "output", index, outputs, types)
+    except GateError as err:  # a value the layout cannot store
+        raise GateError(f"iteration {index}: {err}") from err
     except OSError as err:
         raise GateError(f"{err.filename or folder}: cannot write golden outputs ({err.strerror}).") from err
 

@@ -10,11 +10,13 @@ one iteration. Each shard's comparisons go to a partial result file (``gate.part
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
 
 from gate.errors import GateError
+from gate.structured import all_leaves, is_structured, skeleton
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,10 @@ class DigestingView:
 def iteration_sha256(tensors) -> str:
     """sha256 (hex) of one iteration's tensors: each name, dtype, shape and the values' bytes, in order."""
     digest = hashlib.sha256()
-    for name, array in tensors.items():
+    structure = {name: skeleton(value) for name, value in tensors.items() if is_structured(value)}
+    if structure:  # a sequence, map or optional: its shape of items and keys, then its tensors
+        digest.update(json.dumps(structure, sort_keys=True).encode("utf-8"))
+    for name, array in all_leaves(tensors):
         array = np.asarray(array)
         digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
         if array.dtype.hasobject:  # strings: their text, not pointers

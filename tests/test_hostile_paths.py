@@ -11,8 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from gate.data.external import check_external_data, external_tensors
+from gate.data.onnx_model import model_io_names
 from gate.errors import GateError
-from gate.job import model_io_names
 
 
 def _external(tensor: TensorProto, location: str) -> None:

@@ -16,6 +16,7 @@ from gate.common import (  # noqa: F401 (re-exported: Polygraphy's names under b
     to_numpy_dtype,
 )
 from gate.errors import GateError
+from gate.structured import is_structured
 
 log = logging.getLogger("gate.backend")
 _counters: dict[str, itertools.count] = {}
@@ -141,7 +142,7 @@ def check_inputs_against(feed_dict, input_metadata, runner_name=None):
         raise GateError(f"{prefix}Extra inputs in input data: {names - expected}. {note}")
     for name, value in feed_dict.items():
         dtype, shape = input_metadata[name]
-        if isinstance(value, int):
+        if isinstance(value, int) or is_structured(value):  # a sequence, map or optional: the backend checks it
             continue
         if dtype is not None and value.dtype != dtype:
             raise GateError(

@@ -34,6 +34,31 @@ _ORT_TYPES = {
 GRAPH_OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 
 
+def structured_output(value, ort_type: str):
+    """An onnxruntime output as ``gate.structured`` holds it, guided by its type string
+    (``seq(map(int64,tensor(float)))``): a tensor as it is; a sequence as a list; a map with ``int``
+    or ``str`` keys and each value a 0-d array of the declared dtype (onnxruntime returns Python
+    ``float`` / ``int`` there, e.g. ZipMap's float32 probabilities as float64 numbers, which convert
+    back exactly); an empty optional as None."""
+    if value is None or ort_type.startswith("tensor("):
+        return value
+    if ort_type.startswith("optional("):
+        return structured_output(value, ort_type[len("optional(") : -1])
+    if ort_type.startswith("seq("):
+        inner = ort_type[len("seq(") : -1]
+        return [structured_output(item, inner) for item in value]
+    if ort_type.startswith("map(") and isinstance(value, dict):
+        key_type, value_type = ort_type[len("map(") : -1].split(",", 1)
+        dtype = _ORT_TYPES.get(value_type)
+        return {
+            (str(key) if key_type == "string" else int(key)): (
+                np.asarray(item, dtype=dtype) if dtype is not None else structured_output(item, value_type)
+            )
+            for key, item in value.items()
+        }
+    return value
+
+
 def match_providers(requested, available, known=()) -> list:
     """Each requested execution provider (a name, or a ``(name, options)`` tuple) matched to an
     available one as Polygraphy does: the exact name, else the first available name that contains it
@@ -192,7 +217,9 @@ class OnnxrtRunner(BaseRunner):
         self._output_types = [o.type for o in self.sess.get_outputs()]
         self._metadata = TensorMetadata()
         for node in self.sess.get_inputs():
-            self._metadata.add(node.name, _ORT_TYPES.get(node.type), node.shape)
+            # A sequence, map or optional input has no tensor shape to check (onnxruntime checks it).
+            shape = node.shape if node.type.startswith("tensor(") else None
+            self._metadata.add(node.name, _ORT_TYPES.get(node.type), shape)
 
     def deactivate_impl(self):
         self.sess = None
@@ -231,4 +258,7 @@ class OnnxrtRunner(BaseRunner):
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{self.name}: onnxruntime failed during inference ({first}).") from err
         self.inference_time = time.perf_counter() - start
-        return OrderedDict(zip(self._output_names, outputs))
+        return OrderedDict(
+            (name, structured_output(value, ort_type))
+            for name, value, ort_type in zip(self._output_names, outputs, self._output_types)
+        )

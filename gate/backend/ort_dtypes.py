@@ -69,7 +69,7 @@ def refused_by_run(err: Exception) -> bool:
 
 def _ort_value(onnxruntime, array: np.ndarray):
     """An OrtValue of ``array``; an ml_dtypes array with its ONNX type (int4 / uint4 / float4
-    packed two per byte, the first element in the low nibble)."""
+    packed two per byte, int2 / uint2 four per byte, the first element in the lowest bits)."""
     array = np.ascontiguousarray(array)
     if array.dtype not in _ML_DTYPES:  # (float8_e5m2 has numpy kind "f", the others "V")
         return onnxruntime.OrtValue.ortvalue_from_numpy(array)
@@ -77,12 +77,17 @@ def _ort_value(onnxruntime, array: np.ndarray):
 
     onnx_type = onnx.helper.np_dtype_to_tensor_dtype(array.dtype)
     bits = array.view(np.uint8)
-    if onnx_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4, onnx.TensorProto.FLOAT4E2M1):
-        nibbles = bits.reshape(-1) & 0xF
-        if nibbles.size % 2:
-            nibbles = np.append(nibbles, np.uint8(0))
-        packed = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
-        bits = np.zeros(array.shape, np.uint8)  # onnxruntime reads ceil(n / 2) bytes of it
+    width = {"INT4": 4, "UINT4": 4, "FLOAT4E2M1": 4, "INT2": 2, "UINT2": 2}.get(
+        onnx.TensorProto.DataType.Name(onnx_type)
+    )
+    if width is not None:
+        per_byte = 8 // width
+        codes = bits.reshape(-1) & ((1 << width) - 1)
+        codes = np.append(codes, np.zeros(-codes.size % per_byte, np.uint8))
+        packed = np.zeros(codes.size // per_byte, np.uint8)
+        for i in range(per_byte):
+            packed |= codes[i::per_byte] << (width * i)
+        bits = np.zeros(array.shape, np.uint8)  # onnxruntime reads ceil(n / per_byte) bytes of it
         bits.reshape(-1)[: packed.size] = packed
     elif array.dtype.itemsize == 2:
         bits = array.view(np.uint16)

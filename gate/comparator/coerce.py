@@ -14,6 +14,7 @@ import numpy as np
 
 from gate.common import is_valid_shape_override, to_numpy_dtype
 from gate.errors import GateError
+from gate.structured import is_structured
 
 log = logging.getLogger("gate.comparator")
 
@@ -134,7 +135,8 @@ def coerce_feed_dict(feed_dict, input_metadata, fallback=None):
     """Adapts a feed_dict to a runner's inputs (Polygraphy 0.53.6 ``coerce_feed_dict``, spec 1.4,
     made strict): for each model input, in ``input_metadata`` order, the feed entry of exactly that
     name (no case-insensitive, substring or positional fallback) through ``coerce_buffer``. Feed
-    entries that match no input are dropped with one warning naming them.
+    entries that match no input are dropped with one warning naming them. A sequence, map or empty
+    optional (``gate.structured``) is passed as it is.
 
     Args:
         feed_dict (Mapping[str, numpy.ndarray]): the input arrays.
@@ -170,6 +172,9 @@ def coerce_feed_dict(feed_dict, input_metadata, fallback=None):
         try:
             if name not in feed_dict:
                 raise GateError(f"Input tensor: {name} | Does not exist in the provided input data.")
+            if is_structured(feed_dict[name]):  # a sequence, map or optional input goes to the runner as it is
+                coerced[name] = feed_dict[name]
+                continue
             coerced[name] = coerce_buffer(feed_dict[name], name, dtype, shape)
         except GateError as err:
             if fallback is None:

@@ -23,6 +23,7 @@ from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationRes
 from gate.comparator.subprocess_run import run_in_subprocess
 from gate.comparator.writer import InputBlobWriter, IterationWriter, is_single_file
 from gate.errors import GateError
+from gate.structured import all_leaves
 
 log = logging.getLogger("gate.comparator")
 
@@ -310,8 +311,7 @@ class Comparator:
         def invalid_outputs(run):
             for name, iterations in run.items():
                 for index, it in enumerate(iterations):
-                    for out, arr in it.items():
-                        arr = np.asarray(arr)
+                    for out, arr in all_leaves(it):
                         if arr.size == 0 or not np.issubdtype(arr.dtype, np.inexact):
                             continue
                         if (check_nan and np.isnan(arr).any()) or (check_inf and not np.isfinite(arr).all()):

@@ -36,6 +36,7 @@ from gate.comparator.struct import IterationResult
 from gate.comparator.util import try_match_shape
 from gate.errors import GateError
 from gate.limits import exact_mean
+from gate.structured import leaf_pairs
 
 DEFAULT_TOLERANCE = 1e-5
 CHECK_ERROR_STATS = ("max", "mean", "median", "elemwise", "quantile")
@@ -450,6 +451,7 @@ class SimpleCompareFunc(BaseCompareFunc):
 
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
         results = OrderedDict()
+        done = 0  # results with their comparison time (a structured output adds one per leaf)
         for name0, name1 in pair_outputs(iter_result0, iter_result1, self.find_output_func):
             start = time.perf_counter()
             if name1 is None:
@@ -457,24 +459,37 @@ class SimpleCompareFunc(BaseCompareFunc):
             elif name0 is None:
                 results[name1] = missing_output_result(name1, iter_result0.runner_name)
             else:
-                array0, array1 = np.asarray(iter_result0[name0]), np.asarray(iter_result1[name1])
-                if not self.check_shapes and array0.shape != array1.shape:
-                    array1 = try_match_shape(array1, array0.shape)
-                    if array1.size == array0.size:
-                        array0 = array0.reshape(array1.shape)
-                result = compare_arrays(
-                    array0,
-                    array1,
-                    self.threshold_for_output(name0, array0, array1),
-                    infinities_compare_equal=self.infinities_compare_equal,
-                    nans_compare_equal=self.nans_compare_equal,
-                    quantile=float(value_or_from_dict(self.error_quantile, name0, 0.99)),
-                    medians=self.compute_medians,
-                )
-                result.output0_name, result.output1_name = name0, name1
-                results[name0] = result
-            results[name0 if name0 is not None else name1].time_s = time.perf_counter() - start
-            if self.fail_fast and not results[name0 if name0 is not None else name1]:
+                # A sequence, map or optional is judged leaf by leaf under its output's settings.
+                for leaf in leaf_pairs(iter_result0[name0], iter_result1[name1]):
+                    if leaf.live is None:
+                        result = OutputCompareResult(
+                            thresholds=self.thresholds_for(name0),
+                            passed=leaf.difference is None,
+                            error=leaf.difference,
+                            num_elements=0,
+                        )
+                    else:
+                        array0, array1 = leaf.live, leaf.reference
+                        if not self.check_shapes and array0.shape != array1.shape:
+                            array1 = try_match_shape(array1, array0.shape)
+                            if array1.size == array0.size:
+                                array0 = array0.reshape(array1.shape)
+                        result = compare_arrays(
+                            array0,
+                            array1,
+                            self.threshold_for_output(name0, array0, array1),
+                            infinities_compare_equal=self.infinities_compare_equal,
+                            nans_compare_equal=self.nans_compare_equal,
+                            quantile=float(value_or_from_dict(self.error_quantile, name0, 0.99)),
+                            medians=self.compute_medians,
+                        )
+                    result.output0_name, result.output1_name = name0 + leaf.suffix, name1 + leaf.suffix
+                    results[name0 + leaf.suffix] = result
+            elapsed = time.perf_counter() - start
+            for key in list(results)[done:]:
+                results[key].time_s = elapsed / (len(results) - done)
+            done = len(results)
+            if self.fail_fast and not all(results.values()):
                 break
         return results
 

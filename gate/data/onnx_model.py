@@ -24,6 +24,13 @@ def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
 
 def model_io_names_and_sha256(model_path: Path) -> tuple[list[str], list[str], str]:
     """``model_io_names`` and the SHA-256 of the model file (hex), from one read of the file."""
+    return model_io(model_path)[:3]
+
+
+def model_io(model_path: Path) -> tuple[list[str], list[str], str, dict]:
+    """``model_io_names_and_sha256`` and the ``onnx.TypeProto`` of each graph input and output by
+    name (which proto a stored model-zoo file holds: tensor, sequence, map or optional), from one
+    read of the file."""
     if not model_path.is_file():
         raise GateError(f"{model_path}: model file not found.")
     try:
@@ -41,7 +48,8 @@ def model_io_names_and_sha256(model_path: Path) -> tuple[list[str], list[str], s
     outputs = [o.name for o in model.graph.output]
     if not outputs:
         raise GateError(f"{model_path}: the model has no graph outputs.")
-    return inputs, outputs, hashlib.sha256(data).hexdigest()
+    types = {value.name: value.type for value in (*model.graph.input, *model.graph.output)}
+    return inputs, outputs, hashlib.sha256(data).hexdigest(), types
 
 
 def _check_external_data(model_path: Path, model) -> None:

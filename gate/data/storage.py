@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 from gate.data.npz import read_npz
+from gate.data.onnx_values import from_npz_members, parse_value, to_npz_members, write_value_file
 from gate.errors import GateError
 from gate.paths import read_regular, require_inside
+from gate.structured import all_leaves
 
 MODEL_ZOO = "onnx-zoo"
 NPZ = "npz"
@@ -107,6 +107,8 @@ class TensorSet:
             error messages).
         names: the model's input (output) names, in order, used for model-zoo TensorProtos whose
             ``name`` is empty.
+        types: ``name -> onnx.TypeProto`` of the model's inputs (outputs): which proto a model-zoo
+            file at that position holds (``gate.data.onnx_values``); a tensor where not given.
 
     ``len()`` is the number of iterations; ``set[i]`` reads iteration ``i`` from disk (nothing is
     cached, so iterating keeps one iteration in memory).
@@ -115,10 +117,11 @@ class TensorSet:
         GateError: a missing, corrupt or unreadable file, naming it.
     """
 
-    def __init__(self, directory, kind: str, names: Sequence[str] = ()):
+    def __init__(self, directory, kind: str, names: Sequence[str] = (), types: Mapping | None = None):
         self.directory = Path(directory)
         self.kind = kind
         self.names = list(names)
+        self.types = dict(types or {})
         self.layout = detect_layout(self.directory)
         pattern = _ZOO_DIR if self.layout == MODEL_ZOO else _NPZ_FILE
         self.entries = _indexed_entries(self.directory, pattern)
@@ -139,7 +142,7 @@ class TensorSet:
             raise IndexError(index)
         if self.layout == MODEL_ZOO:
             return self._read_zoo(self.entries[index])
-        return _read_npz(self.entries[index])
+        return from_npz_members(_read_npz(self.entries[index]), self.entries[index])
 
     def _read_zoo(self, folder: Path) -> OrderedDict:
         prefix = f"{self.kind}_"
@@ -161,7 +164,9 @@ class TensorSet:
                 raise GateError(f"{folder / f'{prefix}{position}.pb'}: file not found{what}.")
         tensors = OrderedDict()
         for position in range(expected):
-            name, array = read_tensor_proto(files[position])
+            declared = self.names[position] if position < len(self.names) else None
+            what = f"model's {self.kind} '{declared}'" if declared is not None else f"{self.kind} {position}"
+            name, array = read_tensor_proto(files[position], self.types.get(declared), what)
             if not name:
                 if position >= len(self.names):
                     raise GateError(
@@ -175,8 +180,10 @@ class TensorSet:
         return tensors
 
 
-def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
-    """Reads one serialized ``onnx.TensorProto`` file; returns ``(name, array)``.
+def read_tensor_proto(path: Path, value_type=None, what: str = "value") -> tuple[str, object]:
+    """Reads one serialized ``onnx.TensorProto`` file, or the ``SequenceProto``, ``MapProto`` or
+    ``OptionalProto`` that ``value_type`` (an ``onnx.TypeProto``) declares
+    (``gate.data.onnx_values.parse_value``); returns ``(name, value)``.
 
     Raises:
         GateError: the file is missing, truncated or not a TensorProto.
@@ -185,21 +192,7 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
         data = read_regular(path, f"the {Path(path).parent.name} tensor file")
     except OSError as err:
         raise GateError(f"{path}: cannot read ({err.strerror}).") from err
-    tensor = onnx.TensorProto()
-    try:
-        tensor.ParseFromString(data)
-    except Exception as err:  # protobuf's DecodeError
-        raise GateError(f"{path}: not a valid ONNX TensorProto ({type(err).__name__}: {err}).") from err
-    if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data):
-        raise GateError(
-            f"{path}: tensor '{tensor.name}' keeps its values in external data; stored tensors must hold their "
-            "values (a stored file never makes the gate read another file)."
-        )
-    try:
-        array = numpy_helper.to_array(tensor)
-    except Exception as err:  # protobuf's DecodeError and numpy_helper's ValueError/TypeError
-        raise GateError(f"{path}: not a valid ONNX TensorProto ({type(err).__name__}: {err}).") from err
-    return tensor.name, array
+    return parse_value(data, path, value_type, what)
 
 
 def _read_npz(path: Path) -> OrderedDict:
@@ -211,45 +204,59 @@ def _read_npz(path: Path) -> OrderedDict:
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
 
 
-def open_tensor_set(directory, kind: str, names: Sequence[str] = (), runner: str | None = None) -> TensorSet:
+def open_tensor_set(
+    directory, kind: str, names: Sequence[str] = (), runner: str | None = None, types: Mapping | None = None
+) -> TensorSet:
     """Opens stored inputs (``kind="input"``) or golden outputs (``kind="output"``); see
     ``TensorSet``. A ``.json`` file or a directory of ``*.json`` files is Polygraphy's JSON
     (``gate.data.polygraphy_json.PolygraphyJsonSet``, same interface); ``runner`` picks the golden
-    runner there when the saved RunResults holds several, and is ignored by the other layouts."""
+    runner there when the saved RunResults holds several, and is ignored by the other layouts;
+    ``types`` (the model's ``onnx.TypeProto`` by name) only matters to the model-zoo layout."""
     if detect_layout(directory) == POLYGRAPHY_JSON:
         from gate.data.polygraphy_json import PolygraphyJsonSet
 
         return PolygraphyJsonSet(directory, kind, names, runner)
-    return TensorSet(directory, kind, names)
+    return TensorSet(directory, kind, names, types)
 
 
-def write_iteration(directory, layout: str, kind: str, index: int, tensors: OrderedDict[str, np.ndarray]) -> list[Path]:
-    """Writes one iteration's tensors in ``layout`` and returns the files written.
+def write_iteration(
+    directory, layout: str, kind: str, index: int, tensors: OrderedDict, types: Mapping | None = None
+) -> list[Path]:
+    """Writes one iteration's values (tensors, or ``gate.structured`` values) in ``layout`` and returns
+    the files written.
 
-    Model zoo: ``<dir>/test_data_set_<index>/<kind>_<K>.pb`` (K = position, TensorProto named after
-    the tensor). npz: ``<dir>/<index:06d>.npz`` (uncompressed; compressed files are read too).
+    Model zoo: ``<dir>/test_data_set_<index>/<kind>_<K>.pb`` (K = position), the proto that
+    ``types[name]`` (an ``onnx.TypeProto``; else the value's own kind) declares, named after the
+    value. npz: ``<dir>/<index:06d>.npz`` (uncompressed; compressed files are read too), with the
+    flattened key scheme of ``gate.data.onnx_values`` for non-tensor values and strings.
+
+    Raises:
+        GateError: a value the layout cannot store (npz: objects other than strings; a value that is
+            not of its declared kind), before any file of the iteration is written.
     """
     directory = Path(directory)
+    types = types or {}
     if layout == MODEL_ZOO:
         folder = directory / f"test_data_set_{index}"
         folder.mkdir(parents=True, exist_ok=True)
         written = []
-        for position, (name, array) in enumerate(tensors.items()):
+        for position, (name, value) in enumerate(tensors.items()):
             path = folder / f"{kind}_{position}.pb"
-            path.write_bytes(numpy_helper.from_array(np.asarray(array), name=name).SerializeToString())
+            write_value_file(path, name, value, types.get(name))
             written.append(path)
         return written
     if layout == NPZ:
-        for name, array in tensors.items():
-            if np.asarray(array).dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
+        for name, array in all_leaves(tensors):
+            if array.dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
                 raise GateError(
-                    f"{kind} '{name}' is {np.asarray(array).dtype}, which the npz layout cannot store (numpy "
+                    f"{kind} '{name}' is {array.dtype}, which the npz layout cannot store (numpy "
                     "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
                 )
+        members = to_npz_members(tensors)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{index:06d}.npz"
         # Uncompressed: model outputs are mostly float mantissas, which zlib shrinks by ~6% (ppocr_v4_rec),
         # while decompressing them costs about a quarter of the inference time on reading.
-        np.savez(path, **{name: np.asarray(a) for name, a in tensors.items()})
+        np.savez(path, allow_pickle=False, **members)
         return [path]
     raise GateError(f"Unknown layout '{layout}'; expected one of {', '.join(LAYOUTS)}.")
