@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from test_ml_dtypes_outputs import CASTS
 
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 
@@ -34,15 +35,7 @@ def identity_model(path, elem_type, out_type=None, opset=21):
 
 
 @pytest.mark.parametrize(
-    "elem_type, dtype",
-    [
-        (TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2),
-        (TensorProto.BFLOAT16, ml_dtypes.bfloat16),
-        (TensorProto.INT4, ml_dtypes.int4),
-        (TensorProto.UINT4, ml_dtypes.uint4),
-        (TensorProto.INT2, ml_dtypes.int2),
-        (TensorProto.UINT2, ml_dtypes.uint2),
-    ],
+    "elem_type, dtype", [*CASTS, (TensorProto.INT2, ml_dtypes.int2), (TensorProto.UINT2, ml_dtypes.uint2)]
 )
 def test_narrow_inputs_reach_onnxruntime_and_come_back_equal(tmp_path, elem_type, dtype):
     # On main: "onnxruntime failed during inference (Numpy_type 262 can't be converted to MLDataType.)".

@@ -305,6 +305,11 @@ def test_npz_refuses_at_record_what_it_cannot_store_in_one_line(tmp_path):
         write_iteration(tmp_path, "npz", "output", 0, OrderedDict(y=np.array([b"a"], dtype=object)))
     with pytest.raises(GateError, match="'s\\[0\\]' would clash"):
         write_iteration(tmp_path, "npz", "output", 0, OrderedDict([("s", [np.ones(1)]), ("s[0]", np.ones(1))]))
+    import ml_dtypes
+
+    for dtype in (ml_dtypes.float8_e5m2, ml_dtypes.bfloat16):  # e5m2's numpy kind is "f", not "V"
+        with pytest.raises(GateError, match=f"'s\\[0\\]' is {np.dtype(dtype)}, which the npz layout cannot store"):
+            write_iteration(tmp_path, "npz", "output", 0, OrderedDict(s=[np.ones(2, dtype)]))
     assert not list(tmp_path.iterdir())  # nothing half-written
 
 

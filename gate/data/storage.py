@@ -247,7 +247,8 @@ def write_iteration(
         return written
     if layout == NPZ:
         for name, array in all_leaves(tensors):
-            if array.dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
+            # ml_dtypes (bfloat16, float8, int4; float8_e5m2 has numpy kind "f"): .npy keeps raw bytes
+            if array.dtype.kind == "V" or array.dtype.type.__module__.startswith("ml_dtypes"):
                 raise GateError(
                     f"{kind} '{name}' is {array.dtype}, which the npz layout cannot store (numpy "
                     "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
