@@ -144,7 +144,7 @@ def load_baseline(paths) -> Baseline:
     return Baseline(
         source=source,
         model=result.model,
-        rows={(tuple(row.pair), row.output): row for row in result.rows},
+        rows={(tuple(row.pair), row.output): row for row in result.rows if row.func == "simple"},
         description=description,
     )
 
@@ -182,7 +182,7 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
     matched = 0
     for row in result.rows:
         base = baseline.rows.get((tuple(row.pair), row.output))
-        if base is None or row.error:
+        if base is None or row.error or row.func != "simple":  # deltas are SimpleCompareFunc's
             continue
         if base.error or base.stat is None:
             continue

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.compare_funcs import compare_settings, func_rows, judge_rows
 from gate.comparator.struct import AccuracyResult
 from gate.results import ERROR, GateResult, finish_rows, gate_result, verdicts
 from gate.shards import Shard
@@ -48,6 +49,7 @@ def config_settings(cfg, model_sha256: str) -> dict:
         "infinities_compare_equal": bool(cfg.infinities_compare_equal),
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
+        **json.loads(_canonical(compare_settings(cfg))),  # only where not the defaults
     }
 
 
@@ -108,6 +110,7 @@ class ComparedRun:
     facts: dict = field(default_factory=dict)
     commit: str | None = None
     scope: str = ""
+    metrics: dict = field(default_factory=dict)  # compare function name -> AccuracyResult (besides simple)
 
     @property
     def total(self) -> int:
@@ -140,6 +143,8 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
         GateError: ``check_average`` over an output that could not be compared.
     """
     rows = verdicts(run.accuracy, run.indices)
+    rows += [row for name, accuracy in run.metrics.items() for row in func_rows(name, accuracy, run.indices, run.settings)]
+    judge_rows(rows, run.settings)
     finish_rows(rows, where or run.where.get)
     result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))
     if run.stopped is not None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
+from gate.compare_options import PER_OUTPUT as COMPARE_FUNC_PER_OUTPUT
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
 from gate.options import toml_schema
@@ -80,6 +81,20 @@ class GateConfig:
     title: str = ""
     source: str = ""
     trt_build: object = None  # gate.backend.trt.TrtBuildSettings
+    # Compare functions per output (gate.compare_options, gate.compare_funcs); None: the default.
+    compare_func: str | list | dict | None = None
+    compare_verdict: str | dict | None = None
+    max_failed_iterations: int | str | dict | None = None
+    top_k: int | dict | None = None
+    top_k_axis: int | dict | None = None
+    index_tolerance: int | dict | None = None
+    ties_compare_equal: bool | None = None
+    tie_atol: float | dict | None = None
+    cosine_similarity_threshold: float | dict | None = None
+    l2_threshold: float | dict | None = None
+    mse_threshold: float | dict | None = None
+    psnr_threshold: float | dict | None = None
+    snr_threshold: float | dict | None = None
 
 
 def trt_build_settings(table: Mapping, source: str):
@@ -96,7 +111,7 @@ def trt_build_settings(table: Mapping, source: str):
         raise GateError(f"{source}: [trt] {err}") from err
 
 
-PER_OUTPUT = ("atol", "rtol", "check_error_stat")
+PER_OUTPUT = ("atol", "rtol", "check_error_stat", *COMPARE_FUNC_PER_OUTPUT)
 
 
 def merge_per_output(base, override):
@@ -348,6 +363,9 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
             raise GateError(
                 f"{subject} '{_shown(str(value))}' is not one of {', '.join(CHECK_ERROR_STATS)}{_for_output(output)}."
             )
+    from gate.compare_funcs import check_compare_settings
+
+    check_compare_settings(settings, lambda key, output="": flag(key, output) or f"{path}: '{key}'")
     if settings.get("check_average"):
         no_default = isinstance(stat, dict) and "" not in stat
         elemwise = [output for output, value in _entries(stat) if value == "elemwise"]

@@ -18,10 +18,12 @@ from gate.backend.golden import GoldenRunner
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator, SimpleCompareFunc
 from gate.comparator.data_loader import coerce_feed_dict
+from gate.comparator.output_funcs import SelectedOutputs
+from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
-from gate.data.onnx_model import model_io_names, model_io_names_and_sha256
+from gate.data.onnx_model import model_io_names, model_io_names_and_sha256, model_output_dtypes
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
@@ -226,6 +228,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     shard = shard or Shard()
     input_names, output_names, model_sha256 = model_io_names_and_sha256(cfg.model)
     _check_per_output_names(cfg, output_names)
+    check_output_dtypes(cfg, model_output_dtypes(cfg.model), cfg.source)
     inputs = _open(cfg.inputs, "input", input_names, labels)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
@@ -254,6 +257,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
     )
+    compare_func = [("simple", SelectedOutputs(compare_func, uses_simple(cfg))), *build_compare_funcs(cfg)]
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)
     digests = DigestingView(golden_view) if partial else None
@@ -289,16 +293,20 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     )
     if cfg.validate:
         stream = Comparator.validate(stream, check_nan=True)
-    accuracy = Comparator.compare_accuracy(
+    names = [name for name, _ in compare_func]
+    accuracies = Comparator.compare_accuracy(
         progress.until_error(stream),
-        compare_func=_Guarded(compare_func, progress),
-        check_average=cfg.check_average,
+        compare_func=[_Guarded(func, progress) for _, func in compare_func],
         comparisons=[(i, len(runners)) for i in range(len(runners))],
-    )[0]
+    )
+    for name, result in zip(names, accuracies):  # check_average: every function that has a metric to average
+        result.aggregation = "average" if cfg.check_average and name != "indices" else "per_sample"
+    accuracy, run.metrics = accuracies[0], dict(zip(names[1:], accuracies.lst[1:]))
     selected = inputs.indices
     if progress.error is not None:
-        for pair in accuracy:  # an iteration whose comparison raised holds nothing worth reporting
-            del accuracy[pair][progress.compared :]
+        for result in accuracies:  # an iteration whose comparison raised holds nothing worth reporting
+            for pair in result:
+                del result[pair][progress.compared :]
         position = progress.error_iteration
         index = selected[position] if position is not None else None
         message = str(progress.error)

@@ -45,13 +45,16 @@ def build_suites(result: GateResult) -> list[TestSuite]:
         pair = f"{row.pair[0]} vs {row.pair[1]}"
         suite = suites.setdefault(pair, TestSuite(pair, [], properties=properties, package=result.model))
         case = TestCase(
-            f"{result.model}/{row.output}",
+            f"{result.model}/{row.output}" + ("" if row.func == "simple" else f" [{row.func}]"),
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=0.0,
             stdout=_clean(
                 f"stat={row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} abs={fmt(row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)
+                + ("" if row.func == "simple" else f" func={row.func} value={fmt(row.abs_value)} bound={fmt(row.threshold)}")
+                + (f" allowed_failed_iterations={row.allowed_failures}" if row.allowed_failures else "")
+                + ("" if row.verdict else " verdict=false")
             ),
         )
         if row.error:
