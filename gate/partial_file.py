@@ -43,6 +43,7 @@ from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputComp
 from gate.comparator.struct import AccuracyResult
 from gate.compared_run import ComparedRun
 from gate.errors import GateError
+from gate.partial_funcs import funcs_document, read_funcs
 from gate.shards import Shard
 from gate.strict_json import json_int, json_number, load_json, number_from_json
 
@@ -114,6 +115,7 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "duration_s": json_number(run.duration_s),
         "facts": {str(k): str(v) for k, v in run.facts.items()},
         "pairs": pairs,
+        **({"funcs": funcs_document(run.metrics, run.indices)} if run.metrics else {}),
     }
 
 
@@ -348,6 +350,7 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         shard=shard,
         indices=indices,
         accuracy=accuracy,
+        metrics=read_funcs(data.get("funcs"), source, indices),
         golden_sha256=list(digests),
         where=where,
         stopped=stopped,
