@@ -1,0 +1,196 @@
+"""Compare functions per output (issue 17): each metric the gate reports equals Polygraphy 0.53.6's on
+the same arrays; elementwise failures with full top-1 agreement pass when indices is the verdict;
+max_failed_iterations decides when one sample of N changes its class; a bad setting is one line,
+exit 2; sharded runs merge to the same rows."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from polygraphy.comparator import compare as pg
+from polygraphy.comparator import postprocess as pg_post
+from polygraphy.comparator import struct as pg_struct
+from polygraphy.logger import G_LOGGER
+
+from gate.cli import main
+from gate.config import load_config
+from gate.job import check
+
+G_LOGGER.module_severity = G_LOGGER.CRITICAL
+N = 10
+
+
+def _model(path, out_type=TensorProto.FLOAT):
+    """y = x (float32, 1x5), or y = x > 0 (bool) with ``out_type`` BOOL."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5])
+    y = helper.make_tensor_value_info("y", out_type, [1, 5])
+    if out_type == TensorProto.BOOL:
+        zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+        graph = helper.make_graph([helper.make_node("Greater", ["x", "zero"], ["y"])], "g", [x], [y], [zero])
+    else:
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _gate(tmp_path, golden_of, compare="", out_type=TensorProto.FLOAT, seed=0):
+    """A gate over N random inputs whose golden outputs are ``golden_of(index, x)``."""
+    rng = np.random.default_rng(seed)
+    _model(tmp_path / "model.onnx", out_type)
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "golden").mkdir()
+    xs = []
+    for i in range(N):
+        x = rng.standard_normal((1, 5)).astype(np.float32)
+        xs.append(x)
+        np.savez(tmp_path / "inputs" / f"{i}.npz", x=x)
+        golden = golden_of(i, x) if out_type == TensorProto.FLOAT else x > 0
+        np.savez(tmp_path / "golden" / f"{i}.npz", y=golden)
+    (tmp_path / "gate.toml").write_text(
+        f'model = "model.onnx"\ninputs = "inputs"\ngolden = "golden"\n[compare]\natol = 1e-6\nrtol = 1e-6\n{compare}\n'
+    )
+    return tmp_path / "gate.toml", xs
+
+
+def _noisy(i, x):
+    """Golden outputs off by 1e-3 relative noise: elementwise fails, every class stays."""
+    return (x * (1 + 1e-3 * np.cos(np.arange(5) + i))).astype(np.float32)
+
+
+def _pg(func, a, b):
+    a_it = pg_struct.IterationResult({"y": np.asarray(a)}, runner_name="a")
+    b_it = pg_struct.IterationResult({"y": np.asarray(b)}, runner_name="b")
+    return func(a_it, b_it)["y"]
+
+
+def _row(result, func):
+    return next(row for row in result.rows if row.func == func)
+
+
+@pytest.mark.parametrize(
+    ("func", "pg_func", "field", "worst"),
+    [
+        ("cosine", pg.CosineSimilarityCompareFunc(), "cosine_similarity", min),
+        ("l2", pg.L2CompareFunc(), "l2_norm", max),
+        ("psnr", pg.PsnrCompareFunc(), "psnr", min),
+        ("snr", pg.SnrCompareFunc(), "snr", min),
+    ],
+)
+def test_each_metric_equals_polygraphys_on_the_same_arrays(tmp_path, func, pg_func, field, worst):
+    config, xs = _gate(tmp_path, _noisy, f'compare_func = "{func}"')
+    result = check(load_config(config))
+    theirs = [getattr(_pg(pg_func, x, _noisy(i, x)), field) for i, x in enumerate(xs)]
+    row = _row(result, func)
+    assert row.abs_value == worst(theirs)  # to the last digit
+    assert row.worst_iteration == theirs.index(worst(theirs))
+    assert row.iterations == N
+
+
+def test_mse_equals_the_mse_inside_polygraphys_psnr(tmp_path):
+    config, xs = _gate(tmp_path, _noisy, 'compare_func = "mse"')
+    row = _row(check(load_config(config)), "mse")
+    mses = []
+    for i, x in enumerate(xs):
+        psnr = _pg(pg.PsnrCompareFunc(), x, _noisy(i, x)).psnr
+        mses.append(10 ** ((20 * math.log10(float(x.max())) - psnr) / 10))  # PSNR = 20 log10(peak) - 10 log10(MSE)
+    assert row.abs_value == pytest.approx(max(mses), rel=1e-9)
+    exact = max(float(np.mean(np.square((x - _noisy(i, x)).astype(np.float64)))) for i, x in enumerate(xs))
+    assert row.abs_value == exact
+
+
+def _swap_first_two_classes(index, x, changed=(3,)):
+    """Golden outputs whose top-1 class differs from the model's at the iterations in ``changed``."""
+    golden = x.copy()
+    if index in changed:
+        top = int(np.argmax(x))
+        golden[0, top] = x.min() - 1
+    return golden
+
+
+def test_indices_agrees_with_polygraphys_top_k_then_indices(tmp_path):
+    changed = (1, 4, 7)
+    config, xs = _gate(
+        tmp_path, lambda i, x: _swap_first_two_classes(i, x, changed), 'compare_func = "indices"\nmax_failed_iterations = 3'
+    )
+    row = _row(check(load_config(config)), "indices")
+    topk = pg_post.TopKPostprocessFunc(k=1)
+    theirs = []
+    for i, x in enumerate(xs):
+        a = topk(pg_struct.IterationResult({"y": x}, runner_name="a"))
+        b = topk(pg_struct.IterationResult({"y": _swap_first_two_classes(i, x, changed)}, runner_name="b"))
+        theirs.append(bool(pg.IndicesCompareFunc()(a, b)["y"]))
+    assert [i for i, ok in enumerate(theirs) if not ok] == list(changed)
+    assert row.failed_iterations == 3 and row.passed and row.abs_value == pytest.approx(0.7)
+
+
+def test_elementwise_fails_while_top1_agrees_and_the_gate_passes(tmp_path, capsys):
+    config, _ = _gate(tmp_path, _noisy, 'compare_func = ["simple", "indices"]\ncompare_verdict = "indices"')
+    assert main(["check", str(config), "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL (report only)" in out and "100% agree" in out and "PASSED: 1 of 1 outputs" in out
+    result = check(load_config(config))
+    simple, indices = _row(result, "simple"), _row(result, "indices")
+    assert (simple.within, simple.verdict, simple.failed_iterations) == (False, False, N)
+    assert (indices.passed, indices.failed_iterations, indices.abs_value) == (True, 0, 1.0)
+    # Without a verdict function every one must pass: the same run regresses.
+    assert main(["check", str(config), "--root", str(tmp_path), "--compare-verdict", "all"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("allowed", "code", "text"),
+    [
+        ("0", 1, "1/10 iterations failed"),
+        ("1", 0, "1 of 10 (10%) iterations failed, allowed 1"),
+        ("10%", 0, "1 of 10 (10%) iterations failed, allowed 1"),
+        ("5%", 1, "1/10 iterations failed"),  # 5% of 10 is 0.5: rounded down, none may fail
+    ],
+)
+def test_one_sample_of_n_changes_class_and_max_failed_iterations_decides(tmp_path, allowed, code, text):
+    config, _ = _gate(tmp_path, _swap_first_two_classes, 'compare_func = "indices"')
+    cfg = load_config(config, {"max_failed_iterations": allowed if allowed.endswith("%") else int(allowed)})
+    result = check(cfg)
+    assert result.exit_code == code
+    row = _row(result, "indices")
+    assert row.failed_iterations == 1 and row.worst_iteration == 3
+    assert text in row.message()
+
+
+@pytest.mark.parametrize(
+    ("args", "toml", "out_type", "expected"),
+    [
+        (["--compare-func", "cosin"], "", TensorProto.FLOAT, "--compare-func: unknown compare function 'cosin'"),
+        ([], 'compare_func = { y = "top1" }', TensorProto.FLOAT, "unknown compare function 'top1'"),
+        (["--compare-func", "cosine"], "", TensorProto.BOOL, "compare function 'cosine' needs a numeric output, but 'y' is bool"),
+        (["--compare-verdict", "psnr"], "", TensorProto.FLOAT, "'psnr' is not one of the output's compare functions"),
+        (["--max-failed-iterations", "y:lots"], "", TensorProto.FLOAT, "--max-failed-iterations"),
+        ([], 'max_failed_iterations = "120%"', TensorProto.FLOAT, "a share must be 0% to 100%"),
+        ([], 'top_k = { z = 2 }', TensorProto.FLOAT, "top_k names output 'z', which the model does not have"),
+    ],
+)
+def test_a_bad_compare_setting_is_one_line_exit_2(tmp_path, capsys, args, toml, out_type, expected):
+    config, _ = _gate(tmp_path, _noisy, toml, out_type=out_type)
+    assert main(["check", str(config), "--root", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and "\n" not in err and "Traceback" not in err
+
+
+def test_shards_merge_to_the_rows_of_one_run(tmp_path, capsys):
+    config, _ = _gate(tmp_path, _swap_first_two_classes, 'compare_func = "simple+indices+cosine+mse"\n'
+                      'compare_verdict = "indices"\nmax_failed_iterations = 1\ncheck_error_stat = "max"')  # fmt: skip
+    root = ["--root", str(tmp_path)]
+    for i in (1, 2, 3):
+        assert main(["check", str(config), *root, "--shard", f"{i}/3", "--write-partial", str(tmp_path / f"p/{i}.json")]) == 0
+    capsys.readouterr()
+    assert main(["check", str(config), *root, "--report", str(tmp_path / "full.json")]) == 0
+    full = capsys.readouterr().out
+    assert main(["merge", str(tmp_path / "p"), *root, "--report", str(tmp_path / "merged.json")]) == 0
+    merged = capsys.readouterr().out
+    assert merged.replace("merged from 3 shards\n", "") == full
+    import json
+
+    rows = [json.loads((tmp_path / f"{name}.json").read_text())["rows"] for name in ("full", "merged")]
+    assert rows[0] == rows[1] and [row.get("func", "simple") for row in rows[0]] == ["simple", "indices", "cosine", "mse"]
