@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 
-from gate.compare_options import DEFAULTS, FUNC_NAMES, NAMES, THRESHOLDS
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.metrics import CosineSimilarityCompareFunc, L2CompareFunc, PsnrCompareFunc, SnrCompareFunc
 from gate.comparator.output_funcs import MseCompareFunc, SelectedOutputs, TopKCompareFunc
+from gate.compare_options import DEFAULTS, FUNC_NAMES, NAMES, THRESHOLDS
 from gate.errors import GateError
 from gate.results import OutputVerdict
 

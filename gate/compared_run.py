@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gate.compare_funcs import compare_settings, func_rows, judge_rows
 from gate.comparator.struct import AccuracyResult
+from gate.compare_funcs import compare_settings, func_rows, judge_rows
 from gate.results import ERROR, GateResult, finish_rows, gate_result, verdicts
 from gate.shards import Shard
 
@@ -143,7 +143,10 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
         GateError: ``check_average`` over an output that could not be compared.
     """
     rows = verdicts(run.accuracy, run.indices)
-    rows += [row for name, accuracy in run.metrics.items() for row in func_rows(name, accuracy, run.indices, run.settings)]
+    for name, accuracy in run.metrics.items():
+        rows += func_rows(name, accuracy, run.indices, run.settings)
+    order = {key: n for n, key in reversed(list(enumerate((row.pair, row.output) for row in rows)))}
+    rows.sort(key=lambda row: order[(row.pair, row.output)])  # an output's functions together, simple first
     judge_rows(rows, run.settings)
     finish_rows(rows, where or run.where.get)
     result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
-from gate.compare_options import PER_OUTPUT as COMPARE_FUNC_PER_OUTPUT
 from gate.comparator.compare import CHECK_ERROR_STATS
+from gate.compare_options import PER_OUTPUT as COMPARE_FUNC_PER_OUTPUT
 from gate.errors import GateError
 from gate.options import toml_schema
 from gate.paths import DEFAULT_JUNIT, confinement_root, require_inside, require_output

@@ -40,7 +40,8 @@ REPORTING = (CHECK, RUN, MERGE)  # commands that write reports
 
 TOML_TYPES = {PATH: str, STR: str, LIST: list, BOOL: bool, CHOICE: str, INT: int, SIZE: (int, str), SHAPES: dict,
               PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list,
-              PER_OUTPUT_INT: (int, dict), PER_OUTPUT_FUNCS: (str, list, dict), PER_OUTPUT_COUNT: (int, str, dict)}  # fmt: skip
+              PER_OUTPUT_INT: (int, dict), PER_OUTPUT_FUNCS: (str, list, dict),
+              PER_OUTPUT_COUNT: (int, str, dict)}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from gate.compare_funcs import METRIC_FUNCS
 from gate.comparator.compare import OutputCompareResult
 from gate.comparator.indices import IndicesCompareResult
 from gate.comparator.output_funcs import MseCompareFunc
 from gate.comparator.struct import AccuracyResult
+from gate.compare_funcs import METRIC_FUNCS
 from gate.errors import GateError
 from gate.strict_json import json_int, json_number, number_from_json
 
@@ -45,7 +45,8 @@ def encode_result(name: str, result) -> dict:
         first = result.first_mismatch
         return {"passed": bool(result.passed), "mismatch_count": int(result.mismatch_count),
                 "tie_count": int(result.tie_count), "index_tolerance": int(result.index_tolerance),
-                "first_mismatch": None if first is None else [list(first[0]), int(first[1])], **_common(result)}  # fmt: skip
+                "first_mismatch": None if first is None else [list(first[0]), int(first[1])],
+                **_common(result)}  # fmt: skip
     return {"value": json_number(result.value), "threshold": json_number(result.thresholds.threshold),
             "num_elements": json_int(result.num_elements), **_common(result)}  # fmt: skip
 

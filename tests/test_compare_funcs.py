@@ -6,7 +6,6 @@ exit 2; sharded runs merge to the same rows."""
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 import onnx
@@ -114,7 +113,9 @@ def _swap_first_two_classes(index, x, changed=(3,)):
 def test_indices_agrees_with_polygraphys_top_k_then_indices(tmp_path):
     changed = (1, 4, 7)
     config, xs = _gate(
-        tmp_path, lambda i, x: _swap_first_two_classes(i, x, changed), 'compare_func = "indices"\nmax_failed_iterations = 3'
+        tmp_path,
+        lambda i, x: _swap_first_two_classes(i, x, changed),
+        'compare_func = "indices"\nmax_failed_iterations = 3',
     )
     row = _row(check(load_config(config)), "indices")
     topk = pg_post.TopKPostprocessFunc(k=1)
@@ -164,11 +165,16 @@ def test_one_sample_of_n_changes_class_and_max_failed_iterations_decides(tmp_pat
     [
         (["--compare-func", "cosin"], "", TensorProto.FLOAT, "--compare-func: unknown compare function 'cosin'"),
         ([], 'compare_func = { y = "top1" }', TensorProto.FLOAT, "unknown compare function 'top1'"),
-        (["--compare-func", "cosine"], "", TensorProto.BOOL, "compare function 'cosine' needs a numeric output, but 'y' is bool"),
+        (
+            ["--compare-func", "cosine"],
+            "",
+            TensorProto.BOOL,
+            "compare function 'cosine' needs a numeric output, but 'y' is bool",
+        ),
         (["--compare-verdict", "psnr"], "", TensorProto.FLOAT, "'psnr' is not one of the output's compare functions"),
         (["--max-failed-iterations", "y:lots"], "", TensorProto.FLOAT, "--max-failed-iterations"),
         ([], 'max_failed_iterations = "120%"', TensorProto.FLOAT, "a share must be 0% to 100%"),
-        ([], 'top_k = { z = 2 }', TensorProto.FLOAT, "top_k names output 'z', which the model does not have"),
+        ([], "top_k = { z = 2 }", TensorProto.FLOAT, "top_k names output 'z', which the model does not have"),
     ],
 )
 def test_a_bad_compare_setting_is_one_line_exit_2(tmp_path, capsys, args, toml, out_type, expected):
@@ -183,7 +189,10 @@ def test_shards_merge_to_the_rows_of_one_run(tmp_path, capsys):
                       'compare_verdict = "indices"\nmax_failed_iterations = 1\ncheck_error_stat = "max"')  # fmt: skip
     root = ["--root", str(tmp_path)]
     for i in (1, 2, 3):
-        assert main(["check", str(config), *root, "--shard", f"{i}/3", "--write-partial", str(tmp_path / f"p/{i}.json")]) == 0
+        assert (
+            main(["check", str(config), *root, "--shard", f"{i}/3", "--write-partial", str(tmp_path / f"p/{i}.json")])
+            == 0
+        )
     capsys.readouterr()
     assert main(["check", str(config), *root, "--report", str(tmp_path / "full.json")]) == 0
     full = capsys.readouterr().out
@@ -193,4 +202,9 @@ def test_shards_merge_to_the_rows_of_one_run(tmp_path, capsys):
     import json
 
     rows = [json.loads((tmp_path / f"{name}.json").read_text())["rows"] for name in ("full", "merged")]
-    assert rows[0] == rows[1] and [row.get("func", "simple") for row in rows[0]] == ["simple", "indices", "cosine", "mse"]
+    assert rows[0] == rows[1] and [row.get("func", "simple") for row in rows[0]] == [
+        "simple",
+        "indices",
+        "cosine",
+        "mse",
+    ]

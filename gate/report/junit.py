@@ -52,7 +52,8 @@ def build_suites(result: GateResult) -> list[TestSuite]:
                 f"stat={row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} abs={fmt(row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)
-                + ("" if row.func == "simple" else f" func={row.func} value={fmt(row.abs_value)} bound={fmt(row.threshold)}")
+                + ("" if row.func == "simple" else f" func={row.func} value={fmt(row.abs_value)}")
+                + ("" if row.threshold is None else f" bound={fmt(row.threshold)}")
                 + (f" allowed_failed_iterations={row.allowed_failures}" if row.allowed_failures else "")
                 + ("" if row.verdict else " verdict=false")
             ),

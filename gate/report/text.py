@@ -53,7 +53,8 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
             if row.allowed_failures and not row.averaged:
                 failed += f" (allowed {row.allowed_failures})"
             if row.func != "simple":
-                bound = "-" if row.func == "indices" else ("min " if row.func in MIN_FUNCS else "max ") + fmt(row.threshold)
+                side = "min " if row.func in MIN_FUNCS else "max "
+                bound = "-" if row.func == "indices" else side + fmt(row.threshold)
                 value = f"{fmt(100 * row.abs_value)}% agree" if row.func == "indices" else fmt_metric(row)
                 cells.append((row.output, stat, value, bound, "-", "-", failed, _verdict_cell(row)))
                 cells[-1] += ("-", "-") if result.baseline else ()
