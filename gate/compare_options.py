@@ -23,7 +23,7 @@ COMPARE_FUNC_OPTIONS = (
     # (name, flag, kind, default, metavar, help)
     ("compare_func", "--compare-func", PER_OUTPUT_FUNCS, "simple", "[OUT:]FUNC[+FUNC]",
      "compare function(s) of each output: simple, indices, cosine, l2, mse, psnr, snr; several joined by +"),
-    ("compare_verdict", "--compare-verdict", "per_output_str", "all", "[OUT:]FUNC",
+    ("compare_verdict", "--compare-verdict", PER_OUTPUT_FUNCS, "all", "[OUT:]FUNC",
      "which of an output's compare functions decides its verdict (default all: every one must pass)"),
     ("max_failed_iterations", "--max-failed-iterations", PER_OUTPUT_COUNT, 0, "[OUT:]N",
      "how many iterations may fail per output: a count, or a share such as 0.5%% (default 0)"),

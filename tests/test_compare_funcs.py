@@ -24,6 +24,11 @@ G_LOGGER.module_severity = G_LOGGER.CRITICAL
 N = 10
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # default report files land there
+
+
 def _model(path, out_type=TensorProto.FLOAT):
     """y = x (float32, 1x5), or y = x > 0 (bool) with ``out_type`` BOOL."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5])
@@ -208,3 +213,83 @@ def test_shards_merge_to_the_rows_of_one_run(tmp_path, capsys):
         "cosine",
         "mse",
     ]
+
+
+def test_reports_name_each_function_junit_markdown_and_the_results_file_read_back(tmp_path, capsys):
+    from junitparser import Failure, JUnitXml
+
+    from gate.results_file import read_untrusted_report
+
+    config, _ = _gate(tmp_path, _swap_first_two_classes, 'compare_func = "simple+indices"\nmax_failed_iterations = 1')
+    args = ["--root", str(tmp_path), "--junit", str(tmp_path / "j.xml"), "--report", str(tmp_path / "r.json")]
+    assert main(["check", str(config), *args, "--markdown", str(tmp_path / "s.md"), "--atol", "1e-2"]) == 0
+    cases = {case.name: case for suite in JUnitXml.fromfile(str(tmp_path / "j.xml")) for case in suite}
+    assert set(cases) == {"model.onnx/y", "model.onnx/y [indices]"}
+    assert "func=indices" in cases["model.onnx/y [indices]"].system_out
+    assert "allowed_failed_iterations=1" in cases["model.onnx/y [indices]"].system_out
+    assert not any(isinstance(r, Failure) for case in cases.values() for r in case.result)
+    markdown = (tmp_path / "s.md").read_text()
+    assert "| `y` | top-1 | 90% agree | - | - | - | 1/10 (allowed 1) | pass |" in markdown
+    rows = read_untrusted_report(tmp_path / "r.json").result.rows
+    assert [(row.func, row.allowed_failures, row.failed_iterations) for row in rows] == [
+        ("simple", 1, 1),
+        ("indices", 1, 1),
+    ]
+    # A row reported only keeps its own outcome through the file.
+    assert main(["check", str(config), *args, "--compare-verdict", "simple", "--max-failed-iterations", "0"]) == 1
+    indices = read_untrusted_report(tmp_path / "r.json").result.rows[1]
+    assert (indices.func, indices.verdict, indices.within, indices.passed) == ("indices", False, False, True)
+
+
+def test_action_inputs_read_the_compare_settings_like_the_flags(tmp_path):
+    from gate.option_readers import overrides_from_inputs
+
+    environ = {
+        "INPUT_COMPARE_FUNC": "simple y:simple+indices",
+        "INPUT_COMPARE_VERDICT": "y:indices",
+        "INPUT_MAX_FAILED_ITERATIONS": "y:0.5%",
+        "INPUT_TOP_K": "y:2",
+        "INPUT_COSINE_SIMILARITY_THRESHOLD": "0.999",
+        "INPUT_TIES_COMPARE_EQUAL": "true",
+    }
+    got = overrides_from_inputs(environ)
+    assert got["compare_func"] == {"": "simple", "y": "simple+indices"}
+    assert got["compare_verdict"] == {"y": "indices"} and got["max_failed_iterations"] == {"y": "0.5%"}
+    assert got["top_k"] == {"y": 2} and got["cosine_similarity_threshold"] == 0.999
+    assert got["ties_compare_equal"] is True
+
+
+def test_top_k_agreement_ties_and_index_tolerance():
+    from gate.comparator.output_funcs import top_k_agreement
+
+    a = np.array([[0.1, 0.9, 0.5, 0.9]], np.float32)
+    b = np.array([[0.1, 0.9, 0.5, 0.9000001]], np.float32)  # the reference breaks the tie the other way
+    assert not top_k_agreement(a, b, k=1)
+    assert top_k_agreement(a, b, k=1, tie_atol=1e-6)  # the reference scores both within 1e-6
+    assert not top_k_agreement(a, np.array([[0.1, 0.9, 0.95, 0.2]], np.float32), k=1, tie_atol=1e-6)
+    assert top_k_agreement(a, b, k=1, index_tolerance=1)  # index 3 is second in the reference
+    # Integer outputs are indices already (Polygraphy's IndicesCompareFunc).
+    assert top_k_agreement(np.array([1, 0, 2, 3]), np.array([0, 1, 2, 3]), index_tolerance=1)
+    assert top_k_agreement(np.zeros((2, 3)), np.zeros((2, 3)), k=2, axis=0).mismatch_count == 0
+
+
+@pytest.mark.parametrize(("value", "iterations", "allowed"), [(0, 10, 0), (3, 10, 3), ("0.5%", 200, 1), ("0.5%", 199, 0),
+                                                               ("100%", 7, 7), ("33.3%", 3, 0), ("50%", 3, 1)])  # fmt: skip
+def test_allowed_failures_a_count_or_a_share_rounded_down(value, iterations, allowed):
+    from gate.compare_funcs import allowed_failures
+
+    assert allowed_failures(value, iterations) == allowed
+
+
+def test_a_corrupt_funcs_entry_in_a_partial_file_is_one_line(tmp_path, capsys):
+    import json
+
+    config, _ = _gate(tmp_path, _noisy, 'compare_func = "cosine"')
+    partial = tmp_path / "p.json"
+    assert main(["check", str(config), "--root", str(tmp_path), "--write-partial", str(partial)]) == 0
+    data = json.loads(partial.read_text())
+    data["funcs"][0]["pairs"][0]["outputs"][0]["results"][2] = {"value": "x"}
+    partial.write_text(json.dumps(data))
+    assert main(["merge", str(partial), "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "funcs[0].pairs[0].outputs[0][2]' must be a cosine result" in err and "\n" not in err
