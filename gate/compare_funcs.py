@@ -17,13 +17,15 @@ so ``check`` and ``merge`` judge the same comparisons alike.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.metrics import CosineSimilarityCompareFunc, L2CompareFunc, PsnrCompareFunc, SnrCompareFunc
 from gate.comparator.output_funcs import MseCompareFunc, SelectedOutputs, TopKCompareFunc
-from gate.compare_options import DEFAULTS, FUNC_NAMES, NAMES, THRESHOLDS
+from gate.compare_options import DEFAULTS, FUNC_NAMES, NAMES, TASK_METRICS, THRESHOLDS
 from gate.errors import GateError
 from gate.results import OutputVerdict
+from gate.task_metrics import task_rows
 
 METRIC_FUNCS = {
     "cosine": CosineSimilarityCompareFunc,
@@ -55,6 +57,8 @@ def compare_settings(cfg) -> dict:
     """The compare-function settings of ``cfg`` that differ from their defaults (for the partial result
     file's fingerprint: a run without any keeps the fingerprint it had)."""
     values = {name: setting(cfg, name) for name in NAMES}
+    if values.get("labels") is not None:
+        values["labels"] = Path(values["labels"]).name  # not a path: the fingerprint holds none
     return {name: value for name, value in values.items() if value != DEFAULTS[name]}
 
 
@@ -123,6 +127,16 @@ def check_compare_settings(settings: dict, subject, check_average: bool = False)
     for output, value in _entries(setting(settings, "top_k_axis")):
         if isinstance(value, bool) or not isinstance(value, int):
             raise GateError(f"{subject('top_k_axis', output)}: must be an integer, got {value!r}{_of(output)}.")
+    for output, value in _entries(setting(settings, "task_metric") or {}):
+        if value not in TASK_METRICS:
+            raise GateError(f"{subject('task_metric', output)}: unknown task metric '{value}'; expected one of "
+                            f"{', '.join(TASK_METRICS)}{_of(output)}.")  # fmt: skip
+    for key, high in (("task_min", 1), ("task_min_relative", 1), ("task_max_drop", 100)):
+        for output, value in _entries(setting(settings, key) or {}):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
+                raise GateError(
+                    f"{subject(key, output)}: must be a number from 0 to {high}, got {value!r}{_of(output)}."
+                )
     for key in (*THRESHOLDS.values(), "tie_atol"):
         for output, value in _entries(setting(settings, key)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -146,12 +160,15 @@ def check_output_dtypes(settings, dtypes: dict, source: str) -> None:
         GateError: one line naming the output, the function and the dtype.
     """
     for key in NAMES:
-        value = setting(settings, key)
+        value = setting(settings, key) if key != "labels" else None
         for name in value if isinstance(value, dict) else ():
             if name and name not in dtypes:
                 raise GateError(f"{source}: {key} names output '{name}', which the model does not have; its "
                                 f"outputs are {list(dtypes)}.")  # fmt: skip
     for output, dtype in dtypes.items():
+        metric = value_or_from_dict(setting(settings, "task_metric"), output, None)
+        if metric and dtype is not None and dtype.kind in "bOSU":
+            raise GateError(f"{source}: task metric '{metric}' needs scores or classes, but '{output}' is {dtype}.")
         for func in funcs_for(settings, output):
             if func in NUMERIC_ONLY and dtype is not None and dtype.kind in "bOSU":
                 raise GateError(f"{source}: compare function '{func}' needs a numeric output, but '{output}' is "
@@ -207,6 +224,12 @@ def _worst_key(name):
 
 
 def func_rows(name: str, accuracy, indices, settings) -> list[OutputVerdict]:
+    if name == "task":
+        return task_rows(accuracy, indices, settings)
+    return _func_rows(name, accuracy, indices, settings)
+
+
+def _func_rows(name: str, accuracy, indices, settings) -> list[OutputVerdict]:
     """One row per (runner pair, output) of compare function ``name``'s AccuracyResult: the worst
     iteration's value (the lowest similarity, PSNR or SNR, the highest L2 or MSE; for ``indices`` the
     share of iterations whose top-k indices agree, and the worst iteration's mismatching positions),
@@ -252,5 +275,5 @@ def judge_rows(rows: list[OutputVerdict], settings) -> None:
         if not row.averaged:
             row.passed = row.failed_iterations <= row.allowed_failures
         verdict = value_or_from_dict(setting(settings, "compare_verdict"), row.output, "all")
-        if verdict != "all" and row.func != verdict:
+        if verdict != "all" and row.func not in (verdict, "task"):  # a task metric has its own criterion
             row.verdict, row.within, row.passed = False, row.passed, True

@@ -40,8 +40,28 @@ COMPARE_FUNC_OPTIONS = (
     ("mse_threshold", "--mse-threshold", "per_output_float", 1e-5, "[OUT:]MAX", "mse: maximum mean squared error"),
     ("psnr_threshold", "--psnr-threshold", "per_output_float", 30.0, "[OUT:]DB", "psnr: minimum PSNR in dB"),
     ("snr_threshold", "--snr-threshold", "per_output_float", 20.0, "[OUT:]DB", "snr: minimum SNR in dB"),
+    # --- task metrics against labels (gate.task_metrics) ---
+    ("labels", "--labels", "path", None, "DIR",
+     "label store: a tensor 'label' per iteration (a class, or a sequence), in a stored-data layout"),
+    ("task_metric", "--task-metric", PER_OUTPUT_FUNCS, None, "[OUT:]METRIC",
+     "task metric of an output against the labels: accuracy, exact_match or ctc_exact_match"),
+    ("task_top_k", "--task-top-k", PER_OUTPUT_INT, 1, "[OUT:]K", "accuracy: the label is among the top K classes"),
+    ("ctc_blank", "--ctc-blank", PER_OUTPUT_INT, 0, "[OUT:]CLASS", "ctc_exact_match: the blank class"),
+    ("task_min", "--task-min", "per_output_float", None, "[OUT:]MIN", "task metric floor, 0 to 1"),
+    ("task_min_relative", "--task-min-relative", "per_output_float", None, "[OUT:]RATIO",
+     "task metric at least RATIO times the golden outputs' (MLPerf: 0.99)"),
+    ("task_max_drop", "--task-max-drop", "per_output_float", None, "[OUT:]POINTS",
+     "task metric at most POINTS percentage points below the golden outputs'"),
 )  # fmt: skip
 
 NAMES = tuple(row[0] for row in COMPARE_FUNC_OPTIONS)
 DEFAULTS = {row[0]: row[3] for row in COMPARE_FUNC_OPTIONS}
-PER_OUTPUT = tuple(row[0] for row in COMPARE_FUNC_OPTIONS if row[2] != "bool")
+PER_OUTPUT = tuple(row[0] for row in COMPARE_FUNC_OPTIONS if row[2] not in ("bool", "path"))
+TASK_METRICS = ("accuracy", "exact_match", "ctc_exact_match")
+
+COMPARE_FUNC_ARGPARSE = {
+    name: {} if kind == "bool" else {"metavar": metavar} if kind == "path" else
+    {"nargs": "+", "action": "extend", "metavar": metavar}
+    for name, _, kind, _, metavar, _ in COMPARE_FUNC_OPTIONS
+}  # fmt: skip
+"""``add_argument`` keywords of each flag: per-output values are ``nargs="+"`` entries, like atol's."""

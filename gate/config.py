@@ -95,6 +95,13 @@ class GateConfig:
     mse_threshold: float | dict | None = None
     psnr_threshold: float | dict | None = None
     snr_threshold: float | dict | None = None
+    labels: Path | None = None  # the label store (gate.task_metrics)
+    task_metric: str | dict | None = None
+    task_top_k: int | dict | None = None
+    ctc_blank: int | dict | None = None
+    task_min: float | dict | None = None
+    task_min_relative: float | dict | None = None
+    task_max_drop: float | dict | None = None
 
 
 def trt_build_settings(table: Mapping, source: str):
@@ -338,9 +345,10 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
         raise scope.junit_error
     flat = _flatten(data, path)
     base = path.resolve().parent
-    settings = {key: base / value if key in ("model", "inputs", "golden") else value for key, value in flat.items()}
+    paths = ("model", "inputs", "golden", "labels")
+    settings = {key: base / value if key in paths else value for key, value in flat.items()}
     for key, value in overrides.items():
-        if key in ("model", "inputs", "golden", "junit"):
+        if key in ("model", "inputs", "golden", "junit", "labels"):
             value = Path(value).resolve()
         elif key in PER_OUTPUT and key in settings:
             value = merge_per_output(settings[key], value)
@@ -404,8 +412,9 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
         raise GateError(f"{flag('runners') or path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
     if "junit" in settings:
         settings["junit"] = Path(settings["junit"])
-    for key in ("model", "inputs", "golden"):
-        require_inside(settings[key], root, flag(key) or f"'{key}'")
+    for key in ("model", "inputs", "golden", "labels"):
+        if key in settings:
+            require_inside(settings[key], root, flag(key) or f"'{key}'")
     trt = settings.get("trt", {})
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")

@@ -29,6 +29,7 @@ from gate.data.storage import MODEL_ZOO, NPZ
 from gate.errors import GateError
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
+from gate.task_metrics import TaskCompareFunc, open_labels
 
 log = logging.getLogger("gate")
 
@@ -258,6 +259,11 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         infinities_compare_equal=cfg.infinities_compare_equal,
     )
     compare_func = [("simple", SelectedOutputs(compare_func, uses_simple(cfg))), *build_compare_funcs(cfg)]
+    labels = open_labels(cfg, len(inputs))
+    if labels is not None:  # the label of the iteration being compared, by its position in the shard
+        selected = list(shard.indices(len(golden)))
+        label_at = lambda position: (labels[selected[position]]["label"], str(labels.location(selected[position])))  # noqa: E731
+        compare_func.append(("task", TaskCompareFunc(cfg, label_at, len(cfg.runners))))
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)
     digests = DigestingView(golden_view) if partial else None
@@ -300,7 +306,7 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
         comparisons=[(i, len(runners)) for i in range(len(runners))],
     )
     for name, result in zip(names, accuracies):  # check_average: every function that has a metric to average
-        result.aggregation = "average" if cfg.check_average and name != "indices" else "per_sample"
+        result.aggregation = "average" if cfg.check_average and name not in ("indices", "task") else "per_sample"
     accuracy, run.metrics = accuracies[0], dict(zip(names[1:], accuracies.lst[1:]))
     selected = inputs.indices
     if progress.error is not None:

@@ -24,6 +24,7 @@ from gate.comparator.struct import AccuracyResult
 from gate.compare_funcs import METRIC_FUNCS
 from gate.errors import GateError
 from gate.strict_json import json_int, json_number, number_from_json
+from gate.task_metrics import TaskResult
 
 RESULT_TYPES = {name: func.result_type for name, func in METRIC_FUNCS.items()} | {"mse": MseCompareFunc.result_type}
 
@@ -41,6 +42,9 @@ def encode_result(name: str, result) -> dict:
     """One iteration's result of compare function ``name`` as JSON."""
     if isinstance(result, OutputCompareResult):  # an output only one side has
         return {"missing": str(result.error or ""), "names": [result.output0_name, result.output1_name]}
+    if name == "task":
+        return {"correct": bool(result.correct), "reference_correct": bool(result.reference_correct),
+                **_common(result)}  # fmt: skip
     if name == "indices":
         first = result.first_mismatch
         return {"passed": bool(result.passed), "mismatch_count": int(result.mismatch_count),
@@ -86,6 +90,10 @@ def _decode(name: str, data: dict, fail):
         "output1_name": names[1],
     }
     try:
+        if name == "task":
+            if not (isinstance(data["correct"], bool) and isinstance(data["reference_correct"], bool)):
+                raise TypeError("correct and reference_correct must be booleans")
+            return TaskResult(data["correct"], data["reference_correct"], **common)
         if name == "indices":
             first = data.get("first_mismatch")
             return IndicesCompareResult(passed=bool(data["passed"]), mismatch_count=int(data["mismatch_count"]),
@@ -117,8 +125,8 @@ def read_funcs(data, source: str, indices: list[int]) -> dict:
     metrics = {}
     for f, entry in enumerate(data):
         where = f"funcs[{f}]"
-        if not isinstance(entry, dict) or entry.get("func") not in (*RESULT_TYPES, "indices"):
-            raise failer(f"{where}.func")(f"one of {', '.join((*RESULT_TYPES, 'indices'))}")
+        if not isinstance(entry, dict) or entry.get("func") not in (*RESULT_TYPES, "indices", "task"):
+            raise failer(f"{where}.func")(f"one of {', '.join((*RESULT_TYPES, 'indices', 'task'))}")
         name = entry["func"]
         aggregation = entry.get("aggregation")
         if aggregation not in ("per_sample", "average"):

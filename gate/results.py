@@ -63,6 +63,8 @@ class OutputVerdict:
     verdict: bool = True
     within: bool | None = None
     allowed_failures: int = 0
+    reference: float | None = None  # a task metric's value for the golden outputs (gate.task_metrics)
+    criterion: str | None = None  # a task metric's criteria, in words
     # The checked statistic's absolute error per iteration, in iteration order (None where an
     # iteration lacks the output or has no statistic), for charts; not part of row equality.
     values: list | None = field(default=None, compare=False, repr=False)
@@ -112,6 +114,10 @@ class OutputVerdict:
         )
 
     def _func_statistics(self) -> str:
+        if self.func == "task":
+            delta = 100 * (self.abs_value - self.reference)
+            return (f"{self.stat} {fmt(100 * self.abs_value)}% against the labels, reference (golden outputs) "
+                    f"{fmt(100 * self.reference)}%, {delta:+.4g} points; criterion {self.criterion}")  # fmt: skip
         if self.func == "indices":
             text = f"{self.stat} agreement {fmt(100 * self.abs_value)}% of iterations"
             if self.mismatch_count:

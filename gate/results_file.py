@@ -94,6 +94,8 @@ def _func_fields(row: OutputVerdict) -> dict[str, Any]:
         fields["verdict"], fields["within"] = False, bool(row.within)
     if row.allowed_failures:
         fields["allowed_failed_iterations"] = int(row.allowed_failures)
+    if row.func == "task" and not row.error:
+        fields["reference"], fields["criterion"] = json_number(row.reference), row.criterion
     return fields
 
 
@@ -310,6 +312,9 @@ class _Reader:
         if "func" in data:
             row.func = self.pattern(data, "func", _STAT, f"{where}.func", "a compare function's name")
             row.threshold = self.number(data, "threshold", f"{where}.threshold")
+        if "reference" in data:
+            row.reference = self.number(data, "reference", f"{where}.reference")
+            row.criterion = self.text(data, "criterion", MAX_ROW_ERROR, f"{where}.criterion", optional=True)
         if data.get("verdict") is False:
             row.verdict, row.within = False, self.boolean(data, "within", f"{where}.within")
         if "allowed_failed_iterations" in data:

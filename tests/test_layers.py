@@ -18,7 +18,7 @@ LAYERS = (
     ("comparator", ("gate.comparator",)),
     ("verdict", ("gate.results", "gate.shards", "gate.compared_run", "gate.partial_file", "gate.results_file",
                  "gate.merge", "gate.baseline", "gate.compare_funcs",
-                 "gate.partial_funcs")),
+                 "gate.partial_funcs", "gate.task_metrics")),
     ("reporters", ("gate.report", "gate.github")),
     ("glue", ("gate.config", "gate.option_readers", "gate.job", "gate.run", "gate.layerwise", "gate.report_files",
               "gate.pipeline")),

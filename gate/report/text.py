@@ -48,7 +48,7 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
         if row.error:
             cell = (row.output, "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
-            stat = f"{row.stat} (avg)" if row.averaged else row.stat
+            stat = f"{row.stat} (avg)" if row.averaged and row.func != "task" else row.stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             if row.allowed_failures and not row.averaged:
                 failed += f" (allowed {row.allowed_failures})"
@@ -56,6 +56,10 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
                 side = "min " if row.func in MIN_FUNCS else "max "
                 bound = "-" if row.func == "indices" else side + fmt(row.threshold)
                 value = f"{fmt(100 * row.abs_value)}% agree" if row.func == "indices" else fmt_metric(row)
+                if row.func == "task":
+                    delta = 100 * (row.abs_value - row.reference)
+                    value = f"{fmt(100 * row.abs_value)}% (ref {fmt(100 * row.reference)}%, {delta:+.3g} pts)"
+                    bound = row.criterion
                 cells.append((row.output, stat, value, bound, "-", "-", failed, _verdict_cell(row)))
                 cells[-1] += ("-", "-") if result.baseline else ()
                 continue
