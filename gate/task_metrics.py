@@ -80,7 +80,7 @@ def is_correct(output, label, metric: str, k: int = 1, axis: int = -1, blank: in
     predicted = np.ravel(_argmax(output, axis))
     if metric == "ctc_exact_match":
         predicted = np.array([v for v in ctc_collapse(predicted) if v != blank])
-        expected = np.array([v for v in ctc_collapse(label) if v != blank])  # a label may hold padding blanks
+        expected = np.array([int(v) for v in np.ravel(label) if v != blank])  # repeats kept; blanks are padding
         return predicted.shape == expected.shape and bool(np.all(predicted == expected))
     if label.ndim != 1 or label.size != predicted.size:
         raise GateError(f"{where}: expected a label sequence of {predicted.size} classes, got shape {label.shape}.")

@@ -273,8 +273,10 @@ def test_top_k_agreement_ties_and_index_tolerance():
     assert top_k_agreement(np.zeros((2, 3)), np.zeros((2, 3)), k=2, axis=0).mismatch_count == 0
 
 
-@pytest.mark.parametrize(("value", "iterations", "allowed"), [(0, 10, 0), (3, 10, 3), ("0.5%", 200, 1), ("0.5%", 199, 0),
-                                                               ("100%", 7, 7), ("33.3%", 3, 0), ("50%", 3, 1)])  # fmt: skip
+SHARES = [(0, 10, 0), (3, 10, 3), ("0.5%", 200, 1), ("0.5%", 199, 0), ("100%", 7, 7), ("33.3%", 3, 0), ("50%", 3, 1)]
+
+
+@pytest.mark.parametrize(("value", "iterations", "allowed"), SHARES)
 def test_allowed_failures_a_count_or_a_share_rounded_down(value, iterations, allowed):
     from gate.compare_funcs import allowed_failures
 
