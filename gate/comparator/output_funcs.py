@@ -17,12 +17,11 @@ import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.indices import IndicesCompareResult, compare_indices
+from gate.comparator.distances import _difference, _squared
 from gate.comparator.metrics import (
     MetricResult,
     MetricThreshold,
     SingleMetricCompareFunc,
-    _operand,
-    _squared,
     compare_outputs,
     shape_mismatch_error,
 )
@@ -34,7 +33,7 @@ def mean_squared_error(a, b) -> float:
     """``mean((a - b)**2)`` of two arrays of equal shape (any real dtype; integers and bools in
     float64); the squares and their mean in float64, as PSNR's MSE. NaN and inf propagate."""
     with np.errstate(all="ignore"):
-        return float(np.mean(_squared(np.subtract(_operand(a), _operand(b)))))
+        return float(np.mean(_squared(_difference(a, b))))
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,7 @@ class MseThreshold(MetricThreshold):
     """Maximum allowed mean squared error."""
 
     metric: ClassVar[str] = "mse"
+    label: ClassVar[str] = "MSE"
 
 
 class MseResult(MetricResult):
