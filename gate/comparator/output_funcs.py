@@ -16,8 +16,8 @@ from typing import ClassVar
 import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
-from gate.comparator.indices import IndicesCompareResult, compare_indices
 from gate.comparator.distances import _difference, _squared
+from gate.comparator.indices import IndicesCompareResult, compare_indices
 from gate.comparator.metrics import (
     MetricResult,
     MetricThreshold,
