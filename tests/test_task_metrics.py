@@ -160,3 +160,17 @@ def test_the_metric_functions():
     assert ctc_collapse([1, 1, 0, 1]) == [1, 0, 1]
     assert task_passed(0.9, 1.0, {"task_min_relative": 0.9}, "y") == (True, "min_relative 0.9 (>= 0.9)")
     assert task_passed(0.5, 0.6, {}, "y") == (True, "none")
+
+
+def test_the_shipped_example_with_labels_and_its_fp16_preview(example, capsys):
+    """fp32: everything passes, 8 of 8 lines classified right. The fp16 conversion (onnxconverter-common,
+    ``--preview-precision fp16``): elementwise fails, top-1 agreement and label accuracy pass."""
+    pytest.importorskip("onnxconverter_common")
+    config, root = str(example / "gate-labels.toml"), ["--root", str(example)]
+    assert main(["check", config, *root, "--report", str(example / "fp32.json")]) == 0
+    assert main(["check", config, *root, "--preview-precision", "fp16", "--report", str(example / "fp16.json")]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL (report only)" in out and "100% agree" in out and "100% (ref 100%, +0 pts)" in out
+    rows = {r.get("func", "simple"): r for r in json.loads((example / "fp16.json").read_text())["rows"]}
+    assert rows["simple"]["within"] is False and rows["simple"]["abs_value"] > 1e-3  # 0.0074949 measured
+    assert (rows["indices"]["abs_value"], rows["task"]["abs_value"], rows["task"]["reference"]) == (1.0, 1.0, 1.0)
