@@ -100,6 +100,8 @@ def _func_fields(row: OutputVerdict) -> dict[str, Any]:
         fields["allowed_failed_iterations"] = int(row.allowed_failures)
     if row.func == "task" and not row.error:
         fields["reference"], fields["criterion"] = json_number(row.reference), row.criterion
+        if row.baseline_abs is not None:
+            fields["baseline_value"] = json_number(row.baseline_abs)
     return fields
 
 
@@ -327,6 +329,8 @@ class _Reader:
         if "reference" in data:
             row.reference = self.number(data, "reference", f"{where}.reference")
             row.criterion = self.text(data, "criterion", MAX_ROW_ERROR, f"{where}.criterion", optional=True)
+            if "baseline_value" in data:
+                row.baseline_abs = self.number(data, "baseline_value", f"{where}.baseline_value")
         if data.get("verdict") is False:
             row.verdict, row.within = False, self.boolean(data, "within", f"{where}.within")
         if "allowed_failed_iterations" in data:

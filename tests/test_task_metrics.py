@@ -174,3 +174,25 @@ def test_the_shipped_example_with_labels_and_its_fp16_preview(example, capsys):
     rows = {r.get("func", "simple"): r for r in json.loads((example / "fp16.json").read_text())["rows"]}
     assert rows["simple"]["within"] is False and rows["simple"]["abs_value"] > 1e-3  # 0.0074949 measured
     assert (rows["indices"]["abs_value"], rows["task"]["abs_value"], rows["task"]["reference"]) == (1.0, 1.0, 1.0)
+
+
+def test_a_baseline_gives_the_task_metrics_delta(tmp_path, capsys):
+    labels = [right] * 8 + [wrong] * 2
+    config = _gate(tmp_path, labels, _golden_right(labels), "task_min = 0.5")
+    root = ["--root", str(tmp_path)]
+    assert main(["check", str(config), *root, "--task-metric", "y:accuracy", "--task-top-k", "y:3", "--report",
+                 "base.json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    # The same top-1 metric on the baseline: 80% now against 80% there.
+    assert main(["check", str(config), *root, "--report", "base1.json"]) == 0
+    capsys.readouterr()
+    assert main(["check", str(config), *root, "--baseline", "base1.json", "--report", "now.json"]) == 0
+    out = capsys.readouterr().out
+    task_line = next(line for line in out.splitlines() if "top-1 accuracy" in line)
+    assert "80% (ref 100%, -20 pts)" in task_line and task_line.split()[-2:] == ["pts", "-"]
+    assert "  0 pts  -" in task_line  # Δ abs against the baseline: the same 80%
+    row = [r for r in json.loads((tmp_path / "now.json").read_text())["rows"] if r.get("func") == "task"][0]
+    assert row["baseline_value"] == 0.8
+    # A baseline with another metric (top-3) and nothing else in common is not this gate's baseline.
+    assert main(["check", str(config), *root, "--baseline", "base.json"]) == 2
+    assert "the baseline has none of this run's outputs" in capsys.readouterr().err

@@ -63,7 +63,8 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
                     value = f"{fmt(100 * row.abs_value)}% (ref {fmt(100 * row.reference)}%, {delta:+.3g} pts)"
                     bound = row.criterion
                 cells.append((row.output, stat, value, bound, "-", "-", failed, _verdict_cell(row)))
-                cells[-1] += ("-", "-") if result.baseline else ()
+                task_delta = "new" if row.baseline_abs is None else f"{fmt_delta(100 * row.delta_abs)} pts"
+                cells[-1] += ((task_delta if row.func == "task" else "-"), "-") if result.baseline else ()
                 continue
             cell = (
                 visible(row.output),  # a line break or zero-width character shows, escaped
