@@ -196,3 +196,30 @@ def test_a_baseline_gives_the_task_metrics_delta(tmp_path, capsys):
     # A baseline with another metric (top-3) and nothing else in common is not this gate's baseline.
     assert main(["check", str(config), *root, "--baseline", "base.json"]) == 2
     assert "the baseline has none of this run's outputs" in capsys.readouterr().err
+
+
+def test_ctc_exact_match_with_labels_in_the_model_zoo_layout(tmp_path):
+    """A (1, T, C) sequence output, labels as ``labels/test_data_set_<N>/input_0.pb`` tensors named ``label``."""
+    from onnx import numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 3])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "model.onnx")
+    paths = [[1, 1, 0, 2], [2, 0, 2, 2], [0, 0, 0, 1]]  # argmax per step: decoded 1 2 | 2 2 | 1
+    labels = [[1, 2, 0], [2, 2, 0], [2, 0, 0]]  # padded with blanks; the last one is wrong
+    for i, (path, label) in enumerate(zip(paths, labels)):
+        folder = tmp_path / "data" / f"test_data_set_{i}"
+        (tmp_path / "labels" / f"test_data_set_{i}").mkdir(parents=True)
+        folder.mkdir(parents=True)
+        scores = np.eye(3, dtype=np.float32)[path][None]
+        (folder / "input_0.pb").write_bytes(numpy_helper.from_array(scores, "x").SerializeToString())
+        (folder / "output_0.pb").write_bytes(numpy_helper.from_array(scores, "y").SerializeToString())
+        tensor = numpy_helper.from_array(np.array(label, np.int64), "label")
+        (tmp_path / "labels" / f"test_data_set_{i}" / "input_0.pb").write_bytes(tensor.SerializeToString())
+    (tmp_path / "gate.toml").write_text(
+        'model = "model.onnx"\ninputs = "data"\n[compare]\nlabels = "labels"\ntask_metric = "ctc_exact_match"\n'
+        "task_min = 0.6\n"
+    )
+    row = next(r for r in check(load_config(tmp_path / "gate.toml")).rows if r.func == "task")
+    assert (row.stat, row.abs_value, row.reference, row.passed) == ("ctc_exact_match", 2 / 3, 2 / 3, True)
