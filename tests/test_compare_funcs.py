@@ -298,3 +298,13 @@ def test_a_corrupt_funcs_entry_in_a_partial_file_is_one_line(tmp_path, capsys):
     assert main(["merge", str(partial), "--root", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "funcs[0].pairs[0].outputs[0][2]' must be a cosine result" in err and "\n" not in err
+
+
+def test_check_average_averages_the_metric_and_leaves_indices_per_iteration(tmp_path):
+    config, xs = _gate(tmp_path, _noisy, 'compare_func = "cosine+indices"\ncheck_average = true\ncheck_error_stat = "max"')
+    result = check(load_config(config))
+    theirs = [_pg(pg.CosineSimilarityCompareFunc(), x, _noisy(i, x)).cosine_similarity for i, x in enumerate(xs)]
+    cosine, indices = _row(result, "cosine"), _row(result, "indices")
+    assert cosine.averaged and cosine.abs_value == sum(theirs) / N  # Polygraphy's average_results: sum / count
+    assert not indices.averaged and indices.failed_iterations == 0
+    assert "average over iterations of cosine" in cosine.message()
