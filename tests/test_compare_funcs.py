@@ -301,7 +301,8 @@ def test_a_corrupt_funcs_entry_in_a_partial_file_is_one_line(tmp_path, capsys):
 
 
 def test_check_average_averages_the_metric_and_leaves_indices_per_iteration(tmp_path):
-    config, xs = _gate(tmp_path, _noisy, 'compare_func = "cosine+indices"\ncheck_average = true\ncheck_error_stat = "max"')
+    settings = 'compare_func = "cosine+indices"\ncheck_average = true\ncheck_error_stat = "max"'
+    config, xs = _gate(tmp_path, _noisy, settings)
     result = check(load_config(config))
     theirs = [_pg(pg.CosineSimilarityCompareFunc(), x, _noisy(i, x)).cosine_similarity for i, x in enumerate(xs)]
     cosine, indices = _row(result, "cosine"), _row(result, "indices")
