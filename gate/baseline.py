@@ -16,7 +16,7 @@ baseline does not have is judged by its tolerances alone.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.errors import GateError
@@ -93,6 +93,7 @@ class Baseline:
     model: str
     rows: dict
     description: str
+    task_rows: dict = field(default_factory=dict)  # task metrics by (runner pair, output, metric)
 
 
 def load_baseline(paths) -> Baseline:
@@ -144,8 +145,9 @@ def load_baseline(paths) -> Baseline:
     return Baseline(
         source=source,
         model=result.model,
-        rows={(tuple(row.pair), row.output): row for row in result.rows},
+        rows={(tuple(row.pair), row.output): row for row in result.rows if row.func == "simple"},
         description=description,
+        task_rows={(tuple(r.pair), r.output, r.stat): r for r in result.rows if r.func == "task" and not r.error},
     )
 
 
@@ -180,9 +182,13 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
                 f"{sorted(outputs)}."
             )
     matched = 0
+    for row in result.rows:  # a task metric's delta is shown; the verdict stays its criteria's
+        task = baseline.task_rows.get((tuple(row.pair), row.output, row.stat)) if row.func == "task" else None
+        row.baseline_abs = task.abs_value if task is not None else row.baseline_abs
+        matched += task is not None
     for row in result.rows:
         base = baseline.rows.get((tuple(row.pair), row.output))
-        if base is None or row.error:
+        if base is None or row.error or row.func != "simple":  # deltas are SimpleCompareFunc's
             continue
         if base.error or base.stat is None:
             continue
@@ -201,7 +207,7 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
         row.baseline_abs, row.baseline_rel = base.abs_value, base.rel_value
         row.baseline_passed = _tolerance_passed(base)
         row.baseline_values = base.values
-    if result.rows and not matched and any(not row.error for row in result.rows):
+    if result.rows and not matched and any(not row.error and row.func in ("simple", "task") for row in result.rows):
         have = sorted({f"{' vs '.join(pair)}: {output}" for pair, output in baseline.rows})[:5]
         raise GateError(
             f"{baseline.source}: the baseline has none of this run's outputs (it has {', '.join(have) or 'no rows'}); "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gate.backend.gpu_facts import precision_note
 from gate.comparator.struct import AccuracyResult
+from gate.compare_funcs import compare_settings, func_rows, judge_rows
 from gate.paths import open_regular
 from gate.results import ERROR, GateResult, finish_rows, gate_result, mark_stopping_output, verdicts
 from gate.shards import Shard
@@ -52,6 +53,7 @@ def config_settings(cfg, model_sha256: str) -> dict:
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
         **({"provider_options": dict(cfg.provider_options)} if getattr(cfg, "provider_options", None) else {}),
+        **json.loads(_canonical(compare_settings(cfg))),  # only where not the defaults
     }
 
 
@@ -112,6 +114,7 @@ class ComparedRun:
     facts: dict = field(default_factory=dict)
     commit: str | None = None
     scope: str = ""
+    metrics: dict = field(default_factory=dict)  # compare function name -> AccuracyResult (besides simple)
     config_path: str = ""  # the gate.toml, as given (the JUnit file's 'file'); not part of the digest
 
     @property
@@ -145,6 +148,11 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
         GateError: ``check_average`` over an output that could not be compared.
     """
     rows = verdicts(run.accuracy, run.indices)
+    for name, accuracy in run.metrics.items():
+        rows += func_rows(name, accuracy, run.indices, run.settings)
+    order = {key: n for n, key in reversed(list(enumerate((row.pair, row.output) for row in rows)))}
+    rows.sort(key=lambda row: order[(row.pair, row.output)])  # an output's functions together, simple first
+    judge_rows(rows, run.settings)
     finish_rows(rows, where or run.where.get)
     result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))
     if note := precision_note(result.facts, rows):  # e.g. TF32 on the GPU behind a float failure

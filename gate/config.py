@@ -39,6 +39,7 @@ from pathlib import Path
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
 from gate.backend.providers import check_provider_options, merge_provider_options
 from gate.comparator.compare import CHECK_ERROR_STATS
+from gate.compare_options import PER_OUTPUT as COMPARE_FUNC_PER_OUTPUT
 from gate.errors import GateError
 from gate.limits import TOML_DEPTH, parse_nested
 from gate.options import toml_schema
@@ -85,6 +86,27 @@ class GateConfig:
     title: str = ""
     source: str = ""
     trt_build: object = None  # gate.backend.trt.TrtBuildSettings
+    # Compare functions per output (gate.compare_options, gate.compare_funcs); None: the default.
+    compare_func: str | list | dict | None = None
+    compare_verdict: str | dict | None = None
+    max_failed_iterations: int | str | dict | None = None
+    top_k: int | dict | None = None
+    top_k_axis: int | dict | None = None
+    index_tolerance: int | dict | None = None
+    ties_compare_equal: bool | None = None
+    tie_atol: float | dict | None = None
+    cosine_similarity_threshold: float | dict | None = None
+    l2_threshold: float | dict | None = None
+    mse_threshold: float | dict | None = None
+    psnr_threshold: float | dict | None = None
+    snr_threshold: float | dict | None = None
+    labels: Path | None = None  # the label store (gate.task_metrics)
+    task_metric: str | dict | None = None
+    task_top_k: int | dict | None = None
+    ctc_blank: int | dict | None = None
+    task_min: float | dict | None = None
+    task_min_relative: float | dict | None = None
+    task_max_drop: float | dict | None = None
 
 
 def trt_build_settings(table: Mapping, source: str):
@@ -101,7 +123,7 @@ def trt_build_settings(table: Mapping, source: str):
         raise GateError(f"{source}: [trt] {err}") from err
 
 
-PER_OUTPUT = ("atol", "rtol", "check_error_stat")
+PER_OUTPUT = ("atol", "rtol", "check_error_stat", *COMPARE_FUNC_PER_OUTPUT)
 
 
 def merge_per_output(base, override):
@@ -335,9 +357,10 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
         raise scope.junit_error
     flat = _flatten(data, path)
     base = path.resolve().parent
-    settings = {key: base / value if key in ("model", "inputs", "golden") else value for key, value in flat.items()}
+    paths = ("model", "inputs", "golden", "labels")
+    settings = {key: base / value if key in paths else value for key, value in flat.items()}
     for key, value in overrides.items():
-        if key in ("model", "inputs", "golden", "junit"):
+        if key in ("model", "inputs", "golden", "junit", "labels"):
             value = Path(value).resolve()
         elif key in PER_OUTPUT and key in settings:
             value = merge_per_output(settings[key], value)
@@ -362,6 +385,9 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
             raise GateError(
                 f"{subject} '{_shown(str(value))}' is not one of {', '.join(CHECK_ERROR_STATS)}{_for_output(output)}."
             )
+    from gate.compare_funcs import check_compare_settings
+
+    check_compare_settings(settings, lambda key, output="": flag(key, output) or f"{path}: '{key}'")
     if settings.get("check_average"):
         no_default = isinstance(stat, dict) and "" not in stat
         elemwise = [output for output, value in _entries(stat) if value == "elemwise"]
@@ -406,8 +432,9 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
         raise GateError(f"{flag('runners') or path}: 'runners' is empty; name at least one runner, e.g. [\"onnxrt\"].")
     if "junit" in settings:
         settings["junit"] = Path(settings["junit"])
-    for key in ("model", "inputs", "golden"):
-        require_inside(settings[key], root, flag(key) or f"'{key}'")
+    for key in ("model", "inputs", "golden", "labels"):
+        if key in settings:
+            require_inside(settings[key], root, flag(key) or f"'{key}'")
     trt = settings.get("trt", {})
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")

@@ -21,10 +21,12 @@ from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator
 from gate.comparator.data_loader import coerce_feed_dict
+from gate.comparator.output_funcs import SelectedOutputs
+from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
-from gate.data.onnx_model import model_io
+from gate.data.onnx_model import model_io, model_output_dtypes
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
 from gate.dtype_rules import GateCompareFunc
@@ -33,6 +35,7 @@ from gate.paths import refuse_symlinks
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
 from gate.structured import all_leaves
+from gate.task_metrics import TaskCompareFunc, open_labels
 
 log = logging.getLogger("gate")
 
@@ -236,6 +239,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     shard = shard or Shard()
     input_names, output_names, model_sha256, types = model_io(cfg.model)
     _check_per_output_names(cfg, output_names)
+    check_output_dtypes(cfg, model_output_dtypes(cfg.model), cfg.source)
     inputs = _open(cfg.inputs, "input", input_names, labels, types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
@@ -267,6 +271,12 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         nans_compare_equal=cfg.nan_compare_equal,
         source=cfg.source,
     )
+    compare_func = [("simple", SelectedOutputs(compare_func, uses_simple(cfg))), *build_compare_funcs(cfg)]
+    store = open_labels(cfg, len(inputs))
+    if store is not None:  # the label of the iteration being compared, by its position in the shard
+        chosen = list(shard.indices(len(golden)))
+        label_at = lambda position: (store[chosen[position]]["label"], str(store.location(chosen[position])))  # noqa: E731
+        compare_func.append(("task", TaskCompareFunc(cfg, label_at, len(cfg.runners))))
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)
     digests = DigestingView(golden_view) if partial else None
@@ -304,16 +314,20 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
         stream = Comparator.validate(stream, check_nan=True)
     if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
         stream = StreamAhead(stream)
-    accuracy = Comparator.compare_accuracy(
+    names = [name for name, _ in compare_func]
+    accuracies = Comparator.compare_accuracy(
         progress.until_error(stream),
-        compare_func=_Guarded(compare_func, progress),
-        check_average=cfg.check_average,
+        compare_func=[_Guarded(func, progress) for _, func in compare_func],
         comparisons=[(i, len(runners)) for i in range(len(runners))],
-    )[0]
+    )
+    for name, result in zip(names, accuracies):  # check_average: every function that has a metric to average
+        result.aggregation = "average" if cfg.check_average and name not in ("indices", "task") else "per_sample"
+    accuracy, run.metrics = accuracies[0], dict(zip(names[1:], accuracies.lst[1:]))
     selected = inputs.indices
     if progress.error is not None:
-        for pair in accuracy:  # an iteration whose comparison raised holds nothing worth reporting
-            del accuracy[pair][progress.compared :]
+        for result in accuracies:  # an iteration whose comparison raised holds nothing worth reporting
+            for pair in result:
+                del result[pair][progress.compared :]
         position = progress.error_iteration
         index = selected[position] if position is not None else None
         message = str(progress.error)

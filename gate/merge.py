@@ -153,27 +153,21 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
     aggregations = {run.accuracy.aggregation for _, run in runs}
     if len(aggregations) > 1:  # check_average is in the config fingerprint; a hand-made file only
         raise GateError(f"{runs[0][0]}: the shards mix per-iteration and averaged results.")
-    # Every (golden index, pair) -> that iteration's results; pairs and outputs in first-seen order.
-    pairs: OrderedDict = OrderedDict()
     by_index: dict[int, tuple[ComparedRun, int]] = {}
     for _, run in runs:
-        for pair in run.accuracy:
-            pairs.setdefault(pair, None)
         for position, index in enumerate(run.indices):
             by_index[index] = (run, position)
     indices = sorted(by_index)
     stopped = next((run.stopped for _, run in runs if run.stopped is not None), None)
     if stopped is None and indices != list(range(first.total)):  # check_compatible makes it so
         raise GateError(f"the shards cover {len(indices)} of the {first.total} iterations of the golden set.")
-    accuracy = AccuracyResult(aggregation=first.accuracy.aggregation)
-    for pair in pairs:
-        order = _output_order(pair, indices, by_index)
-        iterations = []
-        for index in indices:
-            run, position = by_index[index]
-            results = run.accuracy[pair][position] if pair in run.accuracy else OrderedDict()
-            iterations.append(OrderedDict((name, results[name]) for name in order if name in results))
-        accuracy[pair] = iterations
+    accuracy = _merged(runs, indices, by_index, lambda run: run.accuracy, first.accuracy.aggregation)
+    names = dict.fromkeys(name for _, run in runs for name in run.metrics)
+    metrics = {
+        name: _merged(runs, indices, by_index, lambda run, name=name: run.metrics.get(name, AccuracyResult()),
+                      next(run.metrics[name].aggregation for _, run in runs if name in run.metrics))
+        for name in names
+    }  # fmt: skip
     where = {}
     for _, run in runs:
         where.update(run.where)
@@ -185,6 +179,7 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
         shard=Shard(1, 1),
         indices=indices,
         accuracy=accuracy,
+        metrics=metrics,
         golden_sha256=[
             by_index[i][0].golden_sha256[by_index[i][1]] if by_index[i][0].golden_sha256 else None for i in indices
         ],
@@ -198,13 +193,32 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
     )
 
 
-def _output_order(pair, indices, by_index) -> list[str]:
+def _merged(runs, indices, by_index, of, aggregation) -> AccuracyResult:
+    """One AccuracyResult (``of(run)``: the simple one, or a compare function's) over every shard's
+    iterations in golden-set order; pairs and outputs in first-seen order."""
+    pairs: OrderedDict = OrderedDict()
+    for _, run in runs:
+        for pair in of(run):
+            pairs.setdefault(pair, None)
+    accuracy = AccuracyResult(aggregation=aggregation)
+    for pair in pairs:
+        order = _output_order(pair, indices, by_index, of)
+        iterations = []
+        for index in indices:
+            run, position = by_index[index]
+            results = of(run)[pair][position] if pair in of(run) else OrderedDict()
+            iterations.append(OrderedDict((name, results[name]) for name in order if name in results))
+        accuracy[pair] = iterations
+    return accuracy
+
+
+def _output_order(pair, indices, by_index, of) -> list[str]:
     """Output names in order of first appearance over the iterations in golden-set order."""
     names: dict[str, None] = {}
     for index in indices:
         run, position = by_index[index]
-        if pair in run.accuracy:
-            names.update(dict.fromkeys(run.accuracy[pair][position]))
+        if pair in of(run):
+            names.update(dict.fromkeys(of(run)[pair][position]))
     return list(names)
 
 

@@ -8,6 +8,7 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
+from gate.compare_options import PER_OUTPUT_COUNT, PER_OUTPUT_FUNCS, PER_OUTPUT_INT
 from gate.errors import GateError
 from gate.options import (
     BOOL,
@@ -79,6 +80,13 @@ def _float(raw):
     return float(raw)
 
 
+def _count(raw):
+    return raw if raw.strip().endswith("%") else int(raw)
+
+
+_COMPARE_FUNC_CASTS = {PER_OUTPUT_INT: int, PER_OUTPUT_FUNCS: str, PER_OUTPUT_COUNT: _count}
+
+
 def parse_value(option: Option, raw, subject: str):
     """A flag's or input's raw value (already split into entries where it has several) -> the
     override ``load_config`` takes.
@@ -95,6 +103,8 @@ def parse_value(option: Option, raw, subject: str):
         return value
     if option.kind == PER_OUTPUT_STR:
         return parse_per_output(raw, str, subject)  # the statistics are checked by load_config
+    if option.kind in _COMPARE_FUNC_CASTS:  # gate.compare_options; checked by load_config
+        return parse_per_output(raw, _COMPARE_FUNC_CASTS[option.kind], subject)
     if option.kind == PROVIDER_OPTIONS:
         from gate.backend.providers import parse_provider_options
 

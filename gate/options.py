@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gate import compare_options as _funcs  # the compare functions' rows
+
 PATH, STR, LIST, BOOL, CHOICE, INT, SIZE, FLAG = "path", "str", "list", "bool", "choice", "int", "size", "flag"
 PER_OUTPUT_FLOAT, PER_OUTPUT_STR = "per_output_float", "per_output_str"
 SHAPES, PROFILES, PROVIDER_OPTIONS = "shapes", "profiles", "provider_options"
@@ -38,7 +40,8 @@ REPORTING = (CHECK, RUN, MERGE)  # commands that write reports
 
 TOML_TYPES = {PATH: str, STR: str, LIST: list, BOOL: bool, CHOICE: str, INT: int, SIZE: (int, str), SHAPES: dict,
               PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list,
-              PROVIDER_OPTIONS: dict}  # fmt: skip
+              _funcs.PER_OUTPUT_INT: (int, dict), _funcs.PER_OUTPUT_FUNCS: (str, list, dict),
+              _funcs.PER_OUTPUT_COUNT: (int, str, dict), PROVIDER_OPTIONS: dict}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,9 @@ OPTIONS: tuple[Option, ...] = (
         default=False,
         help="a NaN in any output stops evaluation with an error naming it (default: off)",
     ),  # fmt: skip
+    *(Option(name, toml=f"compare.{name}", flags=(flag,), input=name, kind=kind, commands=COMPARE, default=default,
+             help=help, argparse=_funcs.COMPARE_FUNC_ARGPARSE[name])
+      for name, flag, kind, default, metavar, help in _funcs.COMPARE_FUNC_OPTIONS),  # gate.compare_options
     Option(
         "junit",
         toml="report.junit",

@@ -44,6 +44,7 @@ from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputComp
 from gate.comparator.struct import AccuracyResult
 from gate.compared_run import ComparedRun
 from gate.errors import GateError
+from gate.partial_funcs import funcs_document, read_funcs
 from gate.paths import write_atomic
 from gate.shards import Shard
 from gate.strict_json import element_from_json, element_json, json_int, json_number, load_json, number_from_json
@@ -126,6 +127,7 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "duration_s": json_number(run.duration_s),
         "facts": {str(k): str(v) for k, v in run.facts.items()},
         "pairs": pairs,
+        **({"funcs": funcs_document(run.metrics, run.indices)} if run.metrics else {}),
     }
 
 
@@ -376,6 +378,7 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         shard=shard,
         indices=indices,
         accuracy=accuracy,
+        metrics=read_funcs(data.get("funcs"), source, indices),
         golden_sha256=list(digests),
         where=where,
         stopped=stopped,

@@ -66,6 +66,17 @@ class OutputVerdict:
     regressed: bool | None = None
     regression: str | None = None  # why it regressed, in words
     known_failure: bool = False
+    # Compare functions (gate.compare_funcs): ``func`` checked this row; for the single-metric ones
+    # ``abs_value`` is the metric and ``threshold`` its bound, for ``indices`` ``abs_value`` is the share
+    # of iterations that agree. ``verdict`` False: reported only (``passed`` True, the function's own
+    # outcome in ``within``). ``allowed_failures``: iterations that may fail (max_failed_iterations).
+    func: str = "simple"
+    threshold: float | None = None
+    verdict: bool = True
+    within: bool | None = None
+    allowed_failures: int = 0
+    reference: float | None = None  # a task metric's value for the golden outputs (gate.task_metrics)
+    criterion: str | None = None  # a task metric's criteria, in words
     # The checked statistic's absolute error per iteration, in iteration order (None where an
     # iteration lacks the output or has no statistic), for charts; not part of row equality.
     values: list | None = field(default=None, compare=False, repr=False)
@@ -103,7 +114,36 @@ class OutputVerdict:
             return f"REGRESSED against the baseline{why}: {text}"
         if self.known_failure:
             return f"passed as on the baseline (out of tolerance there too, not worse by more than the margin): {text}"
+        if not self.verdict:
+            return f"reported only ({'passed' if self.within else 'FAILED'}), not the verdict: {text}"
         return ("FAILED: " if not self.passed else "passed: ") + text
+
+    def failed_text(self) -> str:
+        """``1/8 iterations failed``, or with an allowance ``1 of 200 (0.5%) iterations failed, allowed 2``."""
+        if not self.allowed_failures:
+            return f"{self.failed_iterations}/{self.iterations} iterations failed"
+        share = 100 * self.failed_iterations / self.iterations if self.iterations else 0.0
+        return (
+            f"{self.failed_iterations} of {self.iterations} ({share:.3g}%) iterations failed, "
+            f"allowed {self.allowed_failures}"
+        )
+
+    def _func_statistics(self) -> str:
+        if self.func == "task":
+            delta = 100 * (self.abs_value - self.reference)
+            return (f"{self.stat} {fmt(100 * self.abs_value)}% against the labels, reference (golden outputs) "
+                    f"{fmt(100 * self.reference)}%, {delta:+.4g} points; criterion {self.criterion}")  # fmt: skip
+        if self.func == "indices":
+            text = f"{self.stat} agreement {fmt(100 * self.abs_value)}% of iterations"
+            if self.mismatch_count:
+                text += f"; worst iteration {self.worst_iteration}: {self.mismatch_count} positions differ"
+            return f"{text}; {self.failed_text()}"
+        bound = "min" if self.func in ("cosine", "psnr", "snr") else "max"
+        scope = "average over iterations of" if self.averaged else "worst"
+        text = f"{scope} {self.stat} {fmt(self.abs_value)} ({bound} {fmt(self.threshold)})"
+        if not self.averaged:
+            text += f" at iteration {self.worst_iteration}; {self.failed_text()}"
+        return text
 
     def _element(self) -> str:
         """`` (onnxrt 1.5 vs golden -inf, abs error inf, rel error nan)``: the worst element's values
@@ -128,6 +168,8 @@ class OutputVerdict:
         return text
 
     def _statistics(self) -> str:
+        if self.func != "simple":
+            return self._func_statistics()
         stat = "max" if self.stat == "elemwise" else self.stat
         scope = "average over iterations of the" if self.averaged else "worst"
         same_iteration = self.rel_iteration in (None, self.worst_iteration)
@@ -163,7 +205,7 @@ class OutputVerdict:
                     "nan_compare_equal = true, --nan-compare-equal, treats them as equal)"
                 )
         if not self.averaged:
-            text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
+            text += f"; {self.failed_text()}"
         if self.dtypes_differ:
             text += f"; dtypes differ ({self.dtypes[0]} vs reference {self.dtypes[1]}), compared in the wider type"
         if self.zero_reference_count and (not self.passed or self.known_failure):
@@ -206,7 +248,8 @@ class GateResult:
 
     @property
     def failed_outputs(self) -> list[str]:
-        return [row.output for row in self.rows if not row.passed]
+        failed = dict.fromkeys((row.pair, row.output) for row in self.rows if not row.passed)
+        return [output for _, output in failed]  # once per runner pair, however many functions failed
 
 
 def _delta(value, baseline):
@@ -343,17 +386,18 @@ def gate_result(model, title, rows, iterations, duration, facts) -> GateResult:
     if errors:
         names = ", ".join(f"'{row.output}' ({row.error})" for row in errors)
         return GateResult(status=ERROR, message=f"could not compare {names}", **common)
-    failed = [row for row in rows if not row.passed]
+    failed = list(dict.fromkeys((row.pair, row.output) for row in rows if not row.passed))
+    outputs = len({(row.pair, row.output) for row in rows})  # an output checked by several compare functions
     if failed:
-        names = ", ".join(f"'{row.output}'" for row in failed)
+        names = ", ".join(f"'{output}'" for _, output in failed)
         return GateResult(
             status=REGRESSED,
-            message=f"{len(failed)} of {len(rows)} outputs out of tolerance: {names}",
+            message=f"{len(failed)} of {outputs} outputs out of tolerance: {names}",
             **common,
         )
     return GateResult(
         status=PASSED,
-        message=f"{len(rows)} of {len(rows)} outputs within tolerance over {plural(iterations, 'iteration')}",
+        message=f"{outputs} of {outputs} outputs within tolerance over {plural(iterations, 'iteration')}",
         **common,
     )
 

@@ -84,7 +84,25 @@ def _row(row: OutputVerdict) -> dict[str, Any]:
         "rel_iteration": json_int(row.rel_iteration),
         "worst_element": element_json(row.worst_values, row.worst_absdiff, row.worst_reldiff, row.nan_counts),
         **_baseline_fields(row),
+        **_func_fields(row),
     }
+
+
+def _func_fields(row: OutputVerdict) -> dict[str, Any]:
+    """The row's compare-function keys (version 1.x additions, ``gate.compare_funcs``), only where
+    they differ from a plain SimpleCompareFunc row."""
+    fields: dict[str, Any] = {}
+    if row.func != "simple":
+        fields["func"], fields["threshold"] = row.func, json_number(row.threshold)
+    if not row.verdict:
+        fields["verdict"], fields["within"] = False, bool(row.within)
+    if row.allowed_failures:
+        fields["allowed_failed_iterations"] = int(row.allowed_failures)
+    if row.func == "task" and not row.error:
+        fields["reference"], fields["criterion"] = json_number(row.reference), row.criterion
+        if row.baseline_abs is not None:
+            fields["baseline_value"] = json_number(row.baseline_abs)
+    return fields
 
 
 def _baseline_fields(row: OutputVerdict) -> dict[str, Any]:
@@ -305,6 +323,18 @@ class _Reader:
             row.baseline_found = True
             row.baseline_abs = self.number(data, "baseline_abs_value", f"{where}.baseline_abs_value")
             row.baseline_rel = self.number(data, "baseline_rel_value", f"{where}.baseline_rel_value")
+        if "func" in data:
+            row.func = self.pattern(data, "func", _STAT, f"{where}.func", "a compare function's name")
+            row.threshold = self.number(data, "threshold", f"{where}.threshold")
+        if "reference" in data:
+            row.reference = self.number(data, "reference", f"{where}.reference")
+            row.criterion = self.text(data, "criterion", MAX_ROW_ERROR, f"{where}.criterion", optional=True)
+            if "baseline_value" in data:
+                row.baseline_abs = self.number(data, "baseline_value", f"{where}.baseline_value")
+        if data.get("verdict") is False:
+            row.verdict, row.within = False, self.boolean(data, "within", f"{where}.within")
+        if "allowed_failed_iterations" in data:
+            row.allowed_failures = self.integer(data, "allowed_failed_iterations", f"{where}.allowed_failed_iterations")
         if data.get("regressed") is not None:
             row.regressed = self.boolean(data, "regressed", f"{where}.regressed")
             row.known_failure = bool(data.get("known_failure") is True)

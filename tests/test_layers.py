@@ -12,12 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (
     ("shared", ("gate", "gate.errors", "gate.paths", "gate.common", "gate.strict_json", "gate.per_output",
-                "gate.options", "gate.limits")),
+                "gate.options", "gate.limits", "gate.compare_options")),
     ("data", ("gate.data",)),
     ("backend", ("gate.backend",)),
     ("comparator", ("gate.comparator",)),
     ("verdict", ("gate.dtype_rules", "gate.results", "gate.shards", "gate.compared_run", "gate.partial_file",
-                 "gate.results_file", "gate.merge", "gate.baseline")),
+                 "gate.results_file", "gate.merge", "gate.baseline", "gate.compare_funcs", "gate.partial_funcs",
+                 "gate.task_metrics")),
     ("reporters", ("gate.report", "gate.github")),
     ("glue", ("gate.config", "gate.option_readers", "gate.ahead", "gate.job", "gate.parallel", "gate.preview",
               "gate.run", "gate.layerwise", "gate.report_files", "gate.pipeline")),

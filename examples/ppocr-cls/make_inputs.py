@@ -97,6 +97,14 @@ def make_inputs():
     return result
 
 
+def write_labels(folder):
+    """labels/<N>.npz: the class of each line (0 = upright, 1 = rotated by 180 degrees), for the
+    gate's task metric (gate.toml: [compare] labels, task_metric)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, (_, rotate, _) in enumerate(LINES):
+        np.savez(folder / f"{i}.npz", label=np.array([int(rotate)], dtype=np.int64))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -122,6 +130,7 @@ def main(argv=None):
         )
         return 1
 
+    write_labels(args.out.parent / "labels")
     for path, (text, rotate, noisy, arr) in zip(targets, make_inputs()):
         path.parent.mkdir(parents=True, exist_ok=True)
         tensor = numpy_helper.from_array(arr, name="x")

@@ -76,3 +76,14 @@ def model_input_metadata(model_path: Path) -> TensorMetadata:
             shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
         metadata.add(value.name, dtype, shape)
     return metadata
+
+
+def model_output_dtypes(model_path: Path) -> dict:
+    """The graph outputs of an ONNX model: name -> numpy dtype, or None where it is not a tensor (a
+    sequence, map or optional) or declares no element type."""
+    model = onnx.load(str(model_path), load_external_data=False)
+    dtypes = {}
+    for value in model.graph.output:
+        elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
+        dtypes[value.name] = onnx.helper.tensor_dtype_to_np_dtype(elem) if elem else None
+    return dtypes

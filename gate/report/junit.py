@@ -65,7 +65,7 @@ def build_suites(result: GateResult) -> list[TestSuite]:
         pair = f"{row.pair[0]} vs {row.pair[1]}"
         suite = suites.setdefault(pair, TestSuite(pair, [], properties=properties, package=result.model))
         case = TestCase(
-            visible(f"{result.model}/{row.output}"),
+            visible(f"{result.model}/{row.output}" + ("" if row.func == "simple" else f" [{row.func}]")),
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=row.time_s or 0.0,
             stdout=_clean(
@@ -73,6 +73,10 @@ def build_suites(result: GateResult) -> list[TestSuite]:
                 f"abs={fmt(row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)
+                + ("" if row.func == "simple" else f" func={row.func} value={fmt(row.abs_value)}")
+                + ("" if row.threshold is None else f" bound={fmt(row.threshold)}")
+                + (f" allowed_failed_iterations={row.allowed_failures}" if row.allowed_failures else "")
+                + ("" if row.verdict else " verdict=false")
             ),
         )
         if row.error:

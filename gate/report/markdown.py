@@ -149,6 +149,8 @@ def _parts(result: GateResult, run_url: str | None, commit: str | None, roots=No
         where.append(md_text(scope_line(result)))
     cells = [_row_cells(row, c) for row, c in zip(result.rows, rows_of(result))]
     headers = TABLE_HEADERS
+    if any(row.func != "simple" for row in result.rows):  # other compare functions: value / bound there too
+        headers = (*headers[:3], "abs error or value / atol or bound", *headers[4:])
     stats = {c[1] for row, c in zip(result.rows, rows_of(result)) if not row.error}
     if len(stats) == 1:  # one statistic for every output: said once, and the table is narrower
         where.append(f"checked statistic: {md_text(stats.pop())}")

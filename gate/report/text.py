@@ -5,18 +5,36 @@ from __future__ import annotations
 from gate.report.escape import visible
 from gate.results import GateResult, fmt, fmt_delta, plural
 
+MIN_FUNCS = ("cosine", "psnr", "snr")
+
+
+def fmt_metric(row) -> str:
+    """A metric's value; cosine similarities with 9 digits (0.99999 and 1 differ)."""
+    return f"{row.abs_value:.9g}" if row.func == "cosine" and row.abs_value is not None else fmt(row.abs_value)
+
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
 BASELINE_HEADERS = ("Δ abs", "Δ rel")
 """With a baseline: this run's abs / rel error minus the baseline's (``new`` for an output it lacks)."""
 
 
+FUNC_HEADERS = {"abs error": "abs error / value", "atol": "atol / bound"}
+"""With rows of other compare functions (``gate.compare_funcs``): their value and bound share the
+abs error and atol columns."""
+
+
 def headers_of(result: GateResult) -> tuple[str, ...]:
-    """The table's column names: HEADERS, plus the delta columns when there is a baseline."""
-    return HEADERS + BASELINE_HEADERS if result.baseline else HEADERS
+    """The table's column names: HEADERS (renamed by FUNC_HEADERS when other compare functions have
+    rows), plus the delta columns when there is a baseline."""
+    headers = HEADERS
+    if any(row.func != "simple" for row in result.rows):
+        headers = tuple(FUNC_HEADERS.get(name, name) for name in headers)
+    return headers + BASELINE_HEADERS if result.baseline else headers
 
 
 def _verdict_cell(row) -> str:
+    if not row.verdict:
+        return f"{'pass' if row.within else 'FAIL'} (report only)"
     if row.regressed:
         return "REGRESSED"
     if row.known_failure:
@@ -32,8 +50,22 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
             cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
             stat = "exact" if row.exact else row.stat
-            stat = f"{stat} (avg)" if row.averaged else stat
+            stat = f"{stat} (avg)" if row.averaged and row.func != "task" else stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
+            if row.allowed_failures and not row.averaged:
+                failed += f" (allowed {row.allowed_failures})"
+            if row.func != "simple":
+                side = "min " if row.func in MIN_FUNCS else "max "
+                bound = "-" if row.func == "indices" else side + fmt(row.threshold)
+                value = f"{fmt(100 * row.abs_value)}% agree" if row.func == "indices" else fmt_metric(row)
+                if row.func == "task":
+                    delta = 100 * (row.abs_value - row.reference)
+                    value = f"{fmt(100 * row.abs_value)}% (ref {fmt(100 * row.reference)}%, {delta:+.3g} pts)"
+                    bound = row.criterion
+                cells.append((row.output, stat, value, bound, "-", "-", failed, _verdict_cell(row)))
+                task_delta = "new" if row.baseline_abs is None else f"{fmt_delta(100 * row.delta_abs)} pts"
+                cells[-1] += ((task_delta if row.func == "task" else "-"), "-") if result.baseline else ()
+                continue
             cell = (
                 visible(row.output),  # a line break or zero-width character shows, escaped
                 stat,

@@ -1,0 +1,147 @@
+"""Compare functions the gate adds to Polygraphy's: the mean squared error (``MseCompareFunc``), top-k
+agreement of a scores output along an axis (``TopKCompareFunc``), and ``SelectedOutputs``, which
+restricts any compare function to some outputs (so that each output is checked by its own set).
+
+``mean_squared_error`` is PSNR's and SNR's noise power (``gate.comparator.metrics``, Polygraphy 0.53.6's
+``PsnrCompareFunc``): ``mean((a - b)**2)``, the difference in the cast-up input dtype, the squares and
+their mean in float64.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from gate.comparator.compare import value_or_from_dict
+from gate.comparator.distances import _difference, _squared
+from gate.comparator.indices import IndicesCompareResult, compare_indices
+from gate.comparator.metrics import (
+    MetricResult,
+    MetricThreshold,
+    SingleMetricCompareFunc,
+    compare_outputs,
+    shape_mismatch_error,
+)
+from gate.comparator.postprocess import top_k_indices
+from gate.comparator.struct import IterationResult
+
+
+def mean_squared_error(a, b) -> float:
+    """``mean((a - b)**2)`` of two arrays of equal shape (any real dtype; integers and bools in
+    float64); the squares and their mean in float64, as PSNR's MSE. NaN and inf propagate."""
+    with np.errstate(all="ignore"):
+        return float(np.mean(_squared(_difference(a, b))))
+
+
+@dataclass(frozen=True)
+class MseThreshold(MetricThreshold):
+    """Maximum allowed mean squared error."""
+
+    metric: ClassVar[str] = "mse"
+    label: ClassVar[str] = "MSE"
+
+
+class MseResult(MetricResult):
+    """``mse``: the mean squared error (float, or None for empty outputs)."""
+
+    threshold_type = MseThreshold
+
+    def __init__(self, mse=None, thresholds=None, **extra):
+        super().__init__(mse, thresholds, **extra)
+
+
+class MseCompareFunc(SingleMetricCompareFunc):
+    """Passes an output when its mean squared error (``mse``) is <= ``mse_threshold`` (float or
+    per-output dict, default 1e-5). Arguments, return value and errors: ``SingleMetricCompareFunc``."""
+
+    metric = staticmethod(mean_squared_error)
+    result_type = MseResult
+    default_threshold = 1e-5
+    threshold_arg = "mse_threshold"
+
+    def __init__(self, mse_threshold=1e-5, check_shapes=True, fail_fast=False, find_output_func=None):
+        super().__init__(mse_threshold, check_shapes, fail_fast, find_output_func)
+
+
+def top_k_agreement(a, b, k=1, axis=-1, index_tolerance=0, tie_atol=None) -> IndicesCompareResult:
+    """Compares the top-``k`` indices of scores ``a`` (first runner) and ``b`` (the reference) along
+    ``axis`` (``top_k_indices``: largest first, ties in index order) with ``compare_indices``; integer
+    outputs already hold indices and are compared as they are (Polygraphy's ``IndicesCompareFunc``).
+    Every position along the other axes is one batch. With ``tie_atol`` (not None), position ``i``
+    whose indices differ still passes when the reference scores both indices within ``tie_atol``:
+    ``|b[a's index] - b[b's index]| <= tie_atol``, a tie the two backends broke differently.
+    ``mismatch_count`` counts the positions that disagree, over every batch."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return compare_indices(a, b, index_tolerance)
+    ia = np.moveaxis(top_k_indices(a, k + index_tolerance, axis), axis, -1)
+    ib = np.moveaxis(top_k_indices(b, k + index_tolerance, axis), axis, -1)
+    scores = None
+    if tie_atol is not None:
+        ref = np.moveaxis(np.asarray(b), axis, -1)
+        scores = (np.take_along_axis(ref, ia, -1), np.take_along_axis(ref, ib, -1))
+    return compare_indices(ia, ib, index_tolerance, scores=scores, tie_atol=tie_atol or 0.0)
+
+
+class TopKCompareFunc:
+    """Top-k agreement of each output with the reference (``top_k_agreement``).
+
+    Args:
+        k, axis, index_tolerance: ints, or per-output dicts whose ``""`` entry is the default
+            (defaults 1, -1, 0).
+        ties_compare_equal: accept differently broken ties (``tie_atol``, float or per-output dict,
+            default 0).
+
+    Calling it with two IterationResults returns ``OrderedDict[output name, IndicesCompareResult]``;
+    a shape mismatch or an output only one side has gives a failed result with ``error``.
+    ``thresholds_for`` raises NotImplementedError: agreement is judged per iteration, never averaged.
+    """
+
+    def __init__(self, k=1, axis=-1, index_tolerance=0, ties_compare_equal=False, tie_atol=0.0):
+        self.k, self.axis, self.index_tolerance = k, axis, index_tolerance
+        self.ties_compare_equal, self.tie_atol = bool(ties_compare_equal), tie_atol
+
+    def thresholds_for(self, name):
+        raise NotImplementedError("top-k agreement has no averageable metric")
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        def compare_output(name0, array0, name1, array1):
+            a, b = np.asarray(array0), np.asarray(array1)
+            tol = int(value_or_from_dict(self.index_tolerance, name0, 0))
+            info = {"shapes": (a.shape, b.shape), "dtypes": (str(a.dtype), str(b.dtype)), "index_tolerance": tol}
+            if a.shape != b.shape:
+                error = shape_mismatch_error(a.shape, b.shape, iter_result0.runner_name, iter_result1.runner_name)
+                return IndicesCompareResult(passed=False, error=error, **info)
+            tie = float(value_or_from_dict(self.tie_atol, name0, 0.0)) if self.ties_compare_equal else None
+            k = int(value_or_from_dict(self.k, name0, 1))
+            axis = int(value_or_from_dict(self.axis, name0, -1))
+            result = top_k_agreement(a, b, k, axis, tol, tie)
+            result.shapes, result.dtypes = info["shapes"], info["dtypes"]
+            return result
+
+        return compare_outputs(iter_result0, iter_result1, compare_output)
+
+
+class SelectedOutputs:
+    """``func`` restricted to the outputs ``selected(name)`` accepts (by the first runner's name, or the
+    reference's for an output only it has); the others are left out of its results."""
+
+    def __init__(self, func, selected):
+        self.func = func
+        self.selected = selected
+        self.thresholds_for = getattr(func, "thresholds_for", None)
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        def kept(it):
+            names = [name for name in it if self.selected(name)]
+            if len(names) == len(it):
+                return it
+            return IterationResult(OrderedDict((n, it[n]) for n in names), it.runtime, it.runner_name)
+
+        first, second = kept(iter_result0), kept(iter_result1)
+        if not first and not second:
+            return OrderedDict()
+        return self.func(first, second)
