@@ -170,6 +170,8 @@ def request_from_args(args, base):
             val_range=tuple(args.val_range) if args.val_range else None,
             input_shapes=tuple(args.input_shapes) if args.input_shapes else None,
             mark_all=args.mark_all,
+            save_inputs=args.save_inputs,
+            save_outputs=args.save_outputs,
         )
     return replace(base, **changes)
 

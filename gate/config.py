@@ -74,6 +74,7 @@ class GateConfig:
     check_average: bool = False
     infinities_compare_equal: bool = True
     validate: bool = False
+    fail_fast: bool = False  # stop comparing after the first iteration that fails (polygraphy run --fail-fast)
     trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
     reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)
     junit: Path = Path("accuracy-gate-junit.xml")

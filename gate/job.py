@@ -207,7 +207,7 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
     }
 
 
-def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, labels=None) -> GateResult:
+def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, labels=None, sink=None) -> GateResult:
     """Streams every stored input (or only shard ``shard``'s, see ``gate.shards``) through the live
     runners and the golden set, compares each output (SimpleCompareFunc with the configured
     tolerances, golden as the reference), and returns the verdict. Memory stays flat: one iteration
@@ -216,7 +216,8 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     ``result.run`` holds what was compared (``gate.compared_run.ComparedRun``) for a partial result file;
     with ``partial`` its golden fingerprint is computed and every golden iteration's contents are
     hashed as they stream by. ``labels`` (``{"input" | "output": label}``) names a set in messages
-    by that label instead of its files (``Labelled``).
+    by that label instead of its files (``Labelled``). ``sink(run_results)``, if given, sees each
+    iteration's RunResults (every runner's outputs, the golden set's last) before it is compared.
 
     Raises:
         GateError: anything that prevents evaluation (bad model, missing or mismatched data, a runner
@@ -272,14 +273,21 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     ahead_inputs, ahead_golden = ReadAhead(ShardView(inputs, selected)), ReadAhead(digests or golden_view)
     try:
         return _check_streaming(
-            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run, digests
+            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run, digests,
+            sink,
         )
     finally:
         ahead_inputs.close()
         ahead_golden.close()
 
 
-def _check_streaming(cfg, start, views, full, input_names, runners, compare_func, run, digests) -> GateResult:
+def _tap(stream, sink):
+    for run_results in stream:
+        sink(run_results)
+        yield run_results
+
+
+def _check_streaming(cfg, start, views, full, input_names, runners, compare_func, run, digests, sink=None) -> GateResult:
     """``views``: the shard's inputs and golden iterations (read ahead); ``full``: the whole sets, to
     name an iteration's files by its golden-set index."""
     inputs, golden = views
@@ -287,12 +295,15 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name=cfg.reference_name)], data_loader=progress.feed(), streaming=True
     )
-    if cfg.validate:
-        stream = Comparator.validate(stream, check_nan=True)
+    if sink is not None:
+        stream = _tap(stream, sink)
+    if cfg.validate:  # as polygraphy run --validate: NaN and Inf
+        stream = Comparator.validate(stream, check_inf=True, check_nan=True)
     accuracy = Comparator.compare_accuracy(
         progress.until_error(stream),
         compare_func=_Guarded(compare_func, progress),
         check_average=cfg.check_average,
+        fail_fast=cfg.fail_fast,
         comparisons=[(i, len(runners)) for i in range(len(runners))],
     )[0]
     selected = inputs.indices

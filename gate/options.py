@@ -151,6 +151,26 @@ OPTIONS: tuple[Option, ...] = (
         help="synthetic value ranges",
     ),  # fmt: skip
     Option(
+        "run.save_inputs",
+        flags=("--save-inputs", "--save-input-data"),
+        kind=PATH,
+        commands=(RUN,),
+        dest="save_inputs",
+        argparse={"metavar": "PATH"},
+        help="save the inputs fed to the runners as Polygraphy JSON (read back by --load-inputs, also "
+        "polygraphy's): a path with an extension is one file, any other a folder of per-iteration files",
+    ),  # fmt: skip
+    Option(
+        "run.save_outputs",
+        flags=("--save-outputs", "--save-results"),
+        kind=PATH,
+        commands=(RUN,),
+        dest="save_outputs",
+        argparse={"metavar": "PATH"},
+        help="save the live runners' outputs as a Polygraphy JSON RunResults (read back by --load-outputs, "
+        "also polygraphy's): a path with an extension is one file, any other a folder of per-iteration files",
+    ),  # fmt: skip
+    Option(
         "run.mark_all",
         flags=("--mark-all",),
         kind=FLAG,
@@ -292,7 +312,16 @@ OPTIONS: tuple[Option, ...] = (
         kind=BOOL,
         commands=COMPARE,
         default=False,
-        help="a NaN in any output stops evaluation with an error naming it (default: off)",
+        help="a NaN or Inf in any output stops evaluation with an error naming it, as polygraphy run --validate (default: off)",
+    ),  # fmt: skip
+    Option(
+        "fail_fast",
+        toml="compare.fail_fast",
+        flags=("--fail-fast",),
+        kind=BOOL,
+        commands=COMPARE,
+        default=False,
+        help="stop comparing after the first iteration with an output out of tolerance (default: off)",
     ),  # fmt: skip
     Option(
         "junit",

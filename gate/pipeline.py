@@ -39,6 +39,8 @@ class RunOptions:
     val_range: tuple | None = None  # the --val-range entries as given
     input_shapes: tuple | None = None  # the --input-shapes entries as given
     mark_all: bool = False
+    save_inputs: Path | None = None
+    save_outputs: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,8 @@ def _run(request: Request):
         seed=seed,
         val_range=val_range,
         input_shapes=input_shapes,
+        save_inputs=options.save_inputs,
+        save_outputs=options.save_outputs,
     )
     return config, result
 

@@ -136,6 +136,7 @@ class GateResult:
     scope: str = ""  # e.g. "shard 2/3 (3 of 8 iterations)" or "merged from 3 shards"; empty for a plain run
     baseline: str | None = None  # what the rows were compared with (gate.baseline), if anything
     fail_on: str = "threshold"  # or "regression" (gate.baseline)
+    inputs: str = ""  # accuracy-gate run: the inputs fed, e.g. "synthetic inputs, --seed 1: x float32 [1,3,48,192]"
     # What was compared, for a partial result file (gate.compared_run.ComparedRun); not part of equality.
     run: object | None = field(default=None, compare=False, repr=False)
 

@@ -130,6 +130,7 @@ def run_config(options, overrides) -> GateConfig:
         check_average=bool(overrides.get("check_average")),
         infinities_compare_equal=overrides.get("infinities_compare_equal") is not False,
         validate=bool(overrides.get("validate")),
+        fail_fast=bool(overrides.get("fail_fast")),
         junit=Path(overrides.get("junit") or "accuracy-gate-junit.xml"),
         title=overrides.get("title") or "",
         trt=trt,
@@ -145,23 +146,26 @@ def run(
     seed: int = 1,
     val_range=None,
     input_shapes=None,
+    save_inputs: Path | None = None,
+    save_outputs: Path | None = None,
 ) -> GateResult:
     """Runs ``cfg.runners`` on the loaded or synthesized inputs and compares them with the loaded
-    golden outputs, or with the last runner's outputs. ``cfg.inputs``/``cfg.golden`` are ignored.
+    golden outputs, or with the last runner's outputs; one runner and no golden outputs: it runs and
+    reports what it ran (``gate.run_outputs.inference_result``), as ``polygraphy run --onnxrt``.
+    ``cfg.inputs``/``cfg.golden`` are ignored. ``save_inputs``/``save_outputs``: Polygraphy JSON, as
+    ``polygraphy run --save-inputs/--save-outputs`` writes it (a path with an extension is one file,
+    any other a folder of per-iteration files); the outputs are the live runners' (not loaded ones).
 
     Synthetic inputs and the reference runner's outputs live in a temporary folder; messages name them
     ``synthetic inputs, --seed N`` and ``the reference runner's outputs`` (``gate.job.Labelled``)
     instead of that folder's files.
 
     Raises:
-        GateError: fewer than two things to compare; anything ``check`` raises.
+        GateError: anything ``check`` raises; a save path that cannot be written.
     """
+    from gate.run_outputs import OutputsWriter, inference_result, save_feed_dicts, tensor_summary
+
     runners = list(cfg.runners)
-    if load_outputs is None and len(runners) < 2:
-        raise GateError(
-            "accuracy-gate run: nothing to compare against; give --load-outputs GOLDEN or a second runner "
-            "(e.g. --trt --onnxrt)."
-        )
     input_names, output_names = model_io_names(cfg.model)
     for kind in dict.fromkeys(runners):  # fail fast (e.g. TensorRT without a GPU) before any work
         make_runner(kind, cfg)
@@ -182,16 +186,31 @@ def run(
             labels["output"] = "the reference runner's outputs"
         if load_inputs is not None:
             inputs = Path(load_inputs).resolve()
+            used = f"{inputs}: "
         else:
             inputs = synthesize_inputs(cfg.model, scratch / "inputs", count, seed, val_range, input_shapes)
-            labels["input"] = f"synthetic inputs, --seed {seed}"
+            labels["input"] = used = f"synthetic inputs, --seed {seed}"
+            used += ": "
+        first = open_tensor_set(inputs, "input", input_names)
+        used += tensor_summary(first[0]) if len(first) else "(none)"
+        if save_inputs is not None:
+            save_feed_dicts(open_tensor_set(inputs, "input", input_names), save_inputs)
         cfg = replace(cfg, inputs=inputs, golden=golden)
+        writer = OutputsWriter(save_outputs, exclude=cfg.reference_name if load_outputs is not None else None)
         if load_outputs is None:
             reference = runners.pop()
             # The reference's outputs are compared at once (a NaN there fails its row, or validation).
             record(replace(cfg, reference_runner=reference), layout="npz", warn_nan=False, labels=labels)
+            if not runners:  # one runner, nothing to compare with: it ran; report that
+                with writer:
+                    result = inference_result(cfg, reference, open_tensor_set(golden, "output", output_names), writer)
+                result.inputs = used
+                return result
             cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
-        return check(cfg, labels=labels)
+        with writer:
+            result = check(cfg, labels=labels, sink=writer.append if save_outputs is not None else None)
+        result.inputs = used
+        return result
 
 
 __all__ = ["run", "synthesize_inputs", "synthetic_loader"]

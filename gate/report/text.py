@@ -75,5 +75,7 @@ def render_text(result: GateResult) -> str:
         f", {', '.join(pairs)}" if pairs else ""
     )
     scope = scope_line(result)
-    header_lines = [header] + ([scope] if scope else [])
+    header_lines = [header] + ([scope] if scope else []) + ([f"inputs: {result.inputs}"] if result.inputs else [])
+    if not result.rows:  # nothing was compared (an error, or one runner that only ran)
+        lines = []
     return "\n".join([*header_lines, *lines, "", f"{VERDICTS[result.status]}: {result.message}"])
