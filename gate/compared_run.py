@@ -35,6 +35,11 @@ def config_settings(cfg, model_sha256: str) -> dict:
     if engine:
         trt["engine_sha256"] = _file_sha256(Path(engine))
     stat = cfg.check_error_stat
+    extra = {}  # settings added later, kept out of the fingerprint at their defaults (files stay comparable)
+    if getattr(cfg, "error_quantile", 0.99) != 0.99:
+        extra["error_quantile"] = _tolerance(cfg.error_quantile)
+    if getattr(cfg, "fail_fast", False):
+        extra["fail_fast"] = True
     return {
         "model": cfg.model.name,
         "model_sha256": model_sha256,
@@ -48,6 +53,7 @@ def config_settings(cfg, model_sha256: str) -> dict:
         "infinities_compare_equal": bool(cfg.infinities_compare_equal),
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
+        **extra,
     }
 
 

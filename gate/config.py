@@ -74,6 +74,7 @@ class GateConfig:
     check_average: bool = False
     infinities_compare_equal: bool = True
     validate: bool = False
+    error_quantile: float | dict = 0.99  # check_error_stat quantile's quantile (polygraphy run --error-quantile)
     fail_fast: bool = False  # stop comparing after the first iteration that fails (polygraphy run --fail-fast)
     trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
     reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)
@@ -97,7 +98,7 @@ def trt_build_settings(table: Mapping, source: str):
         raise GateError(f"{source}: [trt] {err}") from err
 
 
-PER_OUTPUT = ("atol", "rtol", "check_error_stat")
+PER_OUTPUT = ("atol", "rtol", "check_error_stat", "error_quantile")
 
 
 def merge_per_output(base, override):

@@ -125,7 +125,12 @@ class _Progress:
             for run in stream:
                 if self.error is not None:
                     break
-                yield run
+                try:
+                    yield run
+                except GeneratorExit:  # the consumer stopped after this one (--fail-fast): it was compared
+                    if self.error is None:
+                        self.compared += 1
+                    raise
                 if self.error is None:
                     self.compared += 1
                 now = time.perf_counter()
@@ -254,6 +259,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         rtol=cfg.rtol,
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
+        error_quantile=cfg.error_quantile,
     )
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)
@@ -273,8 +279,8 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     ahead_inputs, ahead_golden = ReadAhead(ShardView(inputs, selected)), ReadAhead(digests or golden_view)
     try:
         return _check_streaming(
-            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run, digests,
-            sink,
+            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run,
+            digests, sink,
         )
     finally:
         ahead_inputs.close()
@@ -287,7 +293,9 @@ def _tap(stream, sink):
         yield run_results
 
 
-def _check_streaming(cfg, start, views, full, input_names, runners, compare_func, run, digests, sink=None) -> GateResult:
+def _check_streaming(
+    cfg, start, views, full, input_names, runners, compare_func, run, digests, sink=None
+) -> GateResult:
     """``views``: the shard's inputs and golden iterations (read ahead); ``full``: the whole sets, to
     name an iteration's files by its golden-set index."""
     inputs, golden = views
@@ -321,6 +329,9 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     run.settings = config_settings(cfg, run.facts["model_sha256"])
     run.accuracy = accuracy
     run.indices = selected[: progress.compared]
+    if cfg.fail_fast and progress.error is None and progress.compared < len(selected):
+        stop = f"--fail-fast: stopped at the first failing iteration, {progress.compared} of {len(selected)} compared"
+        run.scope = f"{run.scope}; {stop}" if run.scope else stop
     if digests is not None:
         run.golden_sha256 = [digests.digests.get(position) for position in range(progress.compared)]
 
@@ -357,7 +368,7 @@ def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str
 def _check_per_output_names(cfg: GateConfig, output_names) -> None:
     """A per-output tolerance or statistic for an output the model does not have is a typo that
     would silently leave the real output at the default: refuse it."""
-    for setting in ("atol", "rtol", "check_error_stat"):
+    for setting in ("atol", "rtol", "check_error_stat", "error_quantile"):
         value = getattr(cfg, setting)
         unknown = [name for name in value if name and name not in output_names] if isinstance(value, dict) else []
         if unknown:

@@ -56,8 +56,25 @@ def check_options(options, model_inputs) -> None:
         raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")
     if options.iterations is not None and options.iterations < 1:
         raise GateError(f"--iterations must be at least 1, got {options.iterations}.")
-    if options.mark_all and len(options.runners) < 2:
-        raise GateError("--mark-all compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
+    for flag, given in (("--mark-all", options.mark_all), ("--onnx-outputs", options.onnx_outputs),
+                        ("--trt-outputs", options.trt_outputs)):  # fmt: skip
+        if given and len(options.runners) < 2:
+            raise GateError(f"{flag} compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
+    excludes = (("--onnx-exclude-outputs", options.onnx_exclude_outputs, options.onnx_outputs),
+                ("--trt-exclude-outputs", options.trt_exclude_outputs, options.trt_outputs))  # fmt: skip
+    for flag, excluded, marked in excludes:
+        if excluded and marked != "*":
+            raise GateError(f"{flag} leaves tensors out of 'mark all'; give {flag.replace('exclude-', '')} mark all.")
+    if isinstance(options.onnx_outputs, tuple):  # a name that marks nothing fails before any work
+        import fnmatch
+
+        from gate.backend.trt.layerwise import onnx_tensor_names
+
+        known = [*model_inputs, *model_io_names(Path(options.model).resolve())[1],
+                 *onnx_tensor_names(Path(options.model).resolve())]  # fmt: skip
+        for pattern in options.onnx_outputs:
+            if not any(fnmatch.fnmatchcase(name, pattern) for name in known):
+                raise GateError(f"--onnx-outputs: '{pattern}' matches no tensor of {Path(options.model).name}.")
     for flag, names in (("--val-range", options.val_range or []), ("--input-shapes", options.input_shapes or [])):
         seen = set()
         for entry in names:
@@ -67,6 +84,33 @@ def check_options(options, model_inputs) -> None:
             seen.add(name)
             if name and name not in model_inputs:
                 raise GateError(f"{flag}: the model has no input '{name}'; its inputs are {model_inputs}.")
+
+
+def _marked(values, flag: str):
+    if not values:
+        return None
+    if [v.lower() for v in values] == ["mark", "all"] or list(values) == ["*"]:
+        return "*"
+    if "mark" in values and "all" in values:
+        raise GateError(f"{flag}: 'mark all' marks every tensor; it cannot be combined with names ({values}).")
+    return tuple(values)
+
+
+def marked_outputs(args) -> dict:
+    """``RunOptions``' marked-tensor fields from ``run``'s flags, as Polygraphy reads them:
+    ``--onnx-outputs mark all`` (or ``'*'``) marks every tensor, names or fnmatch patterns mark those;
+    ``--mark-all`` is ``--onnx-outputs mark all --trt-outputs mark all``.
+
+    Raises:
+        GateError: ``mark all`` mixed with names, naming the flag.
+    """
+    everything = "*" if args.mark_all else None
+    return {
+        "onnx_outputs": everything or _marked(args.onnx_outputs, "--onnx-outputs"),
+        "onnx_exclude_outputs": tuple(args.onnx_exclude_outputs or ()),
+        "trt_outputs": everything or _marked(args.trt_outputs, "--trt-outputs"),
+        "trt_exclude_outputs": tuple(args.trt_exclude_outputs or ()),
+    }
 
 
 def parse_val_range(values) -> dict | None:
@@ -131,6 +175,7 @@ def run_config(options, overrides) -> GateConfig:
         infinities_compare_equal=overrides.get("infinities_compare_equal") is not False,
         validate=bool(overrides.get("validate")),
         fail_fast=bool(overrides.get("fail_fast")),
+        error_quantile=given("error_quantile", 0.99),
         junit=Path(overrides.get("junit") or "accuracy-gate-junit.xml"),
         title=overrides.get("title") or "",
         trt=trt,

@@ -15,6 +15,7 @@ from gate.comparator.writer import IterationWriter
 from gate.errors import GateError
 from gate.results import PASSED, GateResult, plural
 
+
 def tensor_summary(feed_or_outputs) -> str:
     """``name dtype [d,...]`` per tensor, comma separated (Polygraphy's ``{x [dtype=..., shape=...]}``)."""
     parts = []

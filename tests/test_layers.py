@@ -12,14 +12,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (
     ("shared", ("gate", "gate.errors", "gate.paths", "gate.common", "gate.strict_json", "gate.per_output",
-                "gate.options")),
+                "gate.options", "gate.option_model", "gate.options_run")),
     ("data", ("gate.data",)),
     ("backend", ("gate.backend",)),
     ("comparator", ("gate.comparator",)),
     ("verdict", ("gate.results", "gate.shards", "gate.compared_run", "gate.partial_file", "gate.results_file",
                  "gate.merge", "gate.baseline")),
     ("reporters", ("gate.report", "gate.github")),
-    ("glue", ("gate.config", "gate.option_readers", "gate.job", "gate.run", "gate.layerwise", "gate.report_files",
+    ("glue", ("gate.config", "gate.option_readers", "gate.job", "gate.run", "gate.run_outputs", "gate.layerwise",
+              "gate.report_files",
               "gate.pipeline")),
     ("front ends", ("gate.cli", "gate.action", "gate.__main__")),
 )  # fmt: skip

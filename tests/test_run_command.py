@@ -80,13 +80,13 @@ def test_mark_all_finds_the_first_layer_that_diverges(tmp_path, monkeypatch):
     onnx.save(changed, str(tmp_path / "changed.onnx"))
     real_runner = layerwise._mark_all_runner
 
-    def runner(kind, cfg, marked, name):
+    def runner(kind, cfg, marked, name, *spec):
         if name.endswith("reference"):  # the reference runs the changed model, all tensors marked too
             marked = tmp_path / "changed_marked.onnx"
             from gate.backend.trt.layerwise import onnx_with_outputs
 
             onnx.save(onnx_with_outputs(onnx.load(str(tmp_path / "changed.onnx")), "*"), str(marked))
-        return real_runner(kind, cfg, marked, name)
+        return real_runner(kind, cfg, marked, name, *spec)
 
     monkeypatch.setattr(layerwise, "_mark_all_runner", runner)
     cfg = GateConfig(path=tmp_path / "cli", model=model, inputs=tmp_path, golden=tmp_path, runners=["onnxrt", "onnxrt"])

@@ -116,3 +116,136 @@ def test_the_tutorials_tensorrt_commands_reach_the_one_line_no_gpu_error(model, 
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("accuracy-gate: error: No NVIDIA GPU is visible"), line
+
+
+def _same_verdict(model, tmp_path, args, expected):
+    theirs = polygraphy(model, *args, cwd=tmp_path)
+    ours = run_cli("run", model, *args, "--junit", tmp_path / "j.xml", cwd=tmp_path)
+    assert (theirs.returncode, ours.returncode) == (expected, expected), (
+        theirs.stdout[-2000:],
+        ours.stdout,
+        ours.stderr,
+    )
+    return theirs, ours
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--onnxrt",),
+        ("--onnxrt", *SHAPES),
+        ("--onnxrt", "--onnxrt"),
+        ("--onnxrt", "--onnxrt", *SHAPES),
+        ("--onnxrt", "--onnxrt", *SHAPES, "--atol", "0.001", "--rtol", "0.001", "--check-error-stat", "median"),
+        ("--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all"),
+        ("--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", "--fail-fast"),
+        ("--onnxrt", "--onnxrt", "--onnx-outputs", "Y"),
+        ("--onnxrt", "--onnxrt", "--providers", "cpu", "--graph-optimization-level", "ORT_DISABLE_ALL"),
+        ("--onnxrt", "--onnxrt", "--inputs", "X:[1,2,3,5]", "--iterations", "3", "--seed", "7", "--validate"),
+        ("--onnxrt", "--onnxrt", "--val-range", "X:[-1,1]", "--check-error-stat", "quantile", "--error-quantile",
+         "0.5", "--compare", "simple"),
+        ("--onnxrt", "--onnxrt", "--sequential-runners", "--warm-up", "2", "--use-subprocess"),
+    ],
+)  # fmt: skip
+def test_onnx_runtime_commands_give_polygraphys_verdict(model, tmp_path, args):
+    _same_verdict(model, tmp_path, args, 0)
+
+
+def test_a_mismatch_fails_both_and_fail_fast_stops_at_the_first_failing_iteration(model, tmp_path):
+    golden = tmp_path / "golden.json"
+    saved = polygraphy(model, "--onnxrt", *SHAPES, "--iterations", "3", "--save-outputs", golden, cwd=tmp_path)
+    assert saved.returncode == 0, saved.stderr
+    args = ("--onnxrt", *SHAPES, "--seed", "2", "--load-outputs", golden)
+    _same_verdict(model, tmp_path, args, 1)
+    theirs, ours = _same_verdict(model, tmp_path, (*args, "--fail-fast"), 1)
+    assert theirs.stdout.count("[I] Iteration: ") == 1  # polygraphy compared one iteration only; so do we
+    assert "1 iteration, onnxrt vs golden" in ours.stdout and "1/1" in ours.stdout
+    assert "--fail-fast: stopped at the first failing iteration, 1 of 3 compared" in ours.stdout
+
+
+def test_exclude_outputs_leave_tensors_out_of_mark_all(tmp_path):
+    from conftest import make_small_model
+
+    model = make_small_model(tmp_path / "m.onnx")
+    args = ("--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", "--onnx-exclude-outputs", "pre")
+    _, ours = _same_verdict(model, tmp_path, args, 0)
+    assert "per-layer (onnxrt vs onnxrt-reference, 3 tensors in node order; diagnostics only)" in ours.stdout
+    named = run_cli("run", model, "--onnxrt", "--onnxrt", "--onnx-outputs", "nosuch", "--junit", "j", cwd=tmp_path)
+    assert named.returncode == 2
+    assert (
+        named.stderr.strip().splitlines()[-1]
+        == "accuracy-gate: error: --onnx-outputs: 'nosuch' matches no tensor of m.onnx."
+    )
+    alone = run_cli("run", model, "--onnxrt", "--onnx-exclude-outputs", "pre", "--onnxrt", "--junit", "j", cwd=tmp_path)
+    assert "--onnx-exclude-outputs leaves tensors out of 'mark all'" in alone.stderr
+
+
+def test_validate_checks_inf_as_polygraphy(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    # y = 1 / x: an input of 0 gives Inf (no NaN).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+    graph = helper.make_graph([helper.make_node("Div", ["one", "x"], ["y"])], "reciprocal", [x], [y], [one])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    model = tmp_path / "reciprocal.onnx"
+    onnx.save(proto, model)
+    from gate.comparator.serde import save_inputs
+
+    save_inputs([{"x": np.array([0.0, 2.0], np.float32)}], tmp_path / "in.json")
+    theirs = polygraphy(model, "--onnxrt", "--load-inputs", "in.json", "--validate", cwd=tmp_path)
+    assert theirs.returncode != 0
+    ours = run_cli("run", model, "--onnxrt", "--load-inputs", "in.json", "--validate", "--junit", "j", cwd=tmp_path)
+    assert ours.returncode == 2 and "output 'y' contains Inf" in ours.stderr
+    assert run_cli("run", model, "--onnxrt", "--load-inputs", "in.json", "--junit", "j", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (("--onnxrt", "--bogus"), "run: unrecognized arguments: --bogus (see 'accuracy-gate run --help')."),
+        (("--onnxrt", "--compare", "l2"), "--compare: 'l2' is not available; simple is"),
+        (("--onnxrt", "--data-loader-script", "dl.py"), "--data-loader-script is not applicable: accuracy-gate runs"),
+        (("--onnxrt", "--no-shape-check"), "--no-shape-check is not applicable: every output must have the golden"),
+        (("--onnxrt", "--save-engine", "e.plan"), "--save-engine is not applicable: engines are kept in the engine"),
+        (("--trt", "--onnxrt", "--pool-limit", "dla_local_dram:1e9"), "--pool-limit: pool 'dla_local_dram' is not"),
+        (("--onnxrt", "--graph-optimization-level", "ORT_ENABLE_LAYOUT"), "argument --graph-optimization-level:"),
+        (("--onnxrt", "--providers", "nosuch"), "Execution provider(s) ['nosuch'] are not available"),
+        (("--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", "Y"), "--onnx-outputs: 'mark all' marks every"),
+    ],
+)
+def test_flag_mistakes_are_one_line_naming_the_flag(model, tmp_path, args, line):
+    proc = run_cli("run", model, *args, "--junit", tmp_path / "j.xml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("accuracy-gate: error: ") and line in last, last
+    assert "accuracy-gate: error: accuracy-gate" not in last
+
+
+def test_polygraphys_aliases_read_the_same_values(model, tmp_path):
+    from gate.comparator.serde import save_inputs
+
+    save_inputs([{"X": np.full((1, 2, 3, 5), 0.5, np.float32)}], tmp_path / "in.json")
+    proc = run_cli("run", model, "--onnxrt", "--onnxrt", "--load-input-data", tmp_path / "in.json", "--providers",
+                   "cpu", "--graph-optimization-level", "ORT_DISABLE_ALL", "--save-results", tmp_path / "o.json",
+                   "--junit", tmp_path / "j.xml", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"inputs: {tmp_path / 'in.json'}: X float32 [1,2,3,5]" in proc.stdout
+    assert (tmp_path / "o.json").is_file()
+    shapes = run_cli("run", model, "--onnxrt", "--inputs", "X:[1,2,3,5]", "--junit", tmp_path / "j.xml", cwd=tmp_path)
+    assert "inputs: synthetic inputs, --seed 1: X float32 [1,2,3,5]" in shapes.stdout, shapes.stderr
+
+
+def test_run_help_lists_every_flag_of_the_table():
+    from gate import options
+
+    proc = run_cli("run", "--help")
+    expected = {flag for option in options.OPTIONS if "run" in option.commands for flag in option.flags}
+    expected |= {flag for option in options.OPTIONS for flag in option.flags_for.get("run", ())}
+    missing = [flag for flag in expected if flag.startswith("-") and flag not in proc.stdout]
+    assert proc.returncode == 0 and missing == []
+    for flag in ("--fail-fast", "--save-outputs", "--onnx-outputs", "--providers", "--pool-limit", "--inputs", "-q"):
+        assert flag in proc.stdout

@@ -64,11 +64,13 @@ class SessionFromOnnx:
         # logs would repeat them.
         ort.set_default_logger_severity(4)
         available = ort.get_available_providers()
-        unknown = [p for p in self.execution_providers if p not in available]
+        providers = [match_provider(p, available) for p in self.execution_providers]
+        unknown = [p for p, match in zip(self.execution_providers, providers) if match is None]
         if unknown:
             raise GateError(
                 f"Execution provider(s) {unknown} are not available in this onnxruntime build; available: {available}."
             )
+        self.execution_providers = providers
         if not self.path.is_file():
             raise GateError(f"{self.path}: model file not found.")
         options = ort.SessionOptions()
@@ -81,10 +83,19 @@ class SessionFromOnnx:
         options.intra_op_num_threads = self.intra_op_num_threads
         options.log_severity_level = 4  # errors reach the user as one GateError line instead
         try:
-            return ort.InferenceSession(str(self.path), sess_options=options, providers=self.execution_providers)
+            return ort.InferenceSession(str(self.path), sess_options=options, providers=providers)
         except Exception as err:  # onnxruntime raises its own Fail / InvalidProtobuf / NoSuchFile types
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{self.path}: onnxruntime cannot load the model ({message}).") from err
+
+
+def match_provider(name: str, available) -> str | None:
+    """The available execution provider ``name`` means, as Polygraphy's ``SessionFromOnnx`` finds it
+    (``util.find_str_in_iterable``): an exact name, else the first whose lower-cased name contains
+    ``name``'s or is contained in it (``cpu`` -> ``CPUExecutionProvider``); None if none."""
+    if name in available:
+        return name
+    return next((p for p in available if name.lower() in p.lower() or p.lower() in name.lower()), None)
 
 
 class OnnxrtRunner(BaseRunner):

@@ -63,8 +63,10 @@ def scope_line(result: GateResult) -> str:
     return "; ".join(parts)
 
 
-def render_text(result: GateResult) -> str:
-    """An aligned table, one row per output, and the final verdict line."""
+def render_text(result: GateResult, details: bool = False) -> str:
+    """An aligned table, one row per output, and the final verdict line; with ``details`` (the CLI:
+    on failure, and with -v; never with -q) each compared output's statistics below the table
+    (``gate.report.details``)."""
     headers = headers_of(result)
     table = [headers, *rows_of(result)]
     widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
@@ -78,4 +80,8 @@ def render_text(result: GateResult) -> str:
     header_lines = [header] + ([scope] if scope else []) + ([f"inputs: {result.inputs}"] if result.inputs else [])
     if not result.rows:  # nothing was compared (an error, or one runner that only ran)
         lines = []
+    if details:
+        from gate.report.details import render_details
+
+        lines += render_details(result)
     return "\n".join([*header_lines, *lines, "", f"{VERDICTS[result.status]}: {result.message}"])
