@@ -82,6 +82,9 @@ class GateConfig:
     title: str = ""
     source: str = ""
     trt_build: object = None  # gate.backend.trt.TrtBuildSettings
+    # The flag that set each per-output entry ({"atol": {"logits": "--atol"}}), so that a later error
+    # about that entry (an output the model lacks) names the flag, not gate.toml.
+    named_by: Mapping = field(default_factory=dict)
 
 
 def trt_build_settings(table: Mapping, source: str):
@@ -394,6 +397,11 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")
     source = str(path.resolve())
+    settings["named_by"] = {
+        key: {output: flag(key, output) for output, _ in _entries(overrides[key]) if flag(key, output)}
+        for key in PER_OUTPUT
+        if key in overrides
+    }
     if "trt" in settings.get("runners", ()):  # parsed now: a [trt] mistake shows before anything runs
         settings["trt_build"] = trt_build_settings(trt, source)
     return GateConfig(path=path.resolve(), source=source, **settings)

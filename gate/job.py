@@ -371,6 +371,12 @@ def _check_per_output_names(cfg: GateConfig, output_names) -> None:
     for setting in ("atol", "rtol", "check_error_stat", "error_quantile"):
         value = getattr(cfg, setting)
         unknown = [name for name in value if name and name not in output_names] if isinstance(value, dict) else []
+        flag = cfg.named_by.get(setting, {}).get(unknown[0]) if unknown else None
+        if flag:
+            raise GateError(
+                f"{flag} {unknown[0]}:{value[unknown[0]]}: {cfg.model.name} has no output '{unknown[0]}'; its outputs "
+                f"are {output_names}."
+            )
         if unknown:
             raise GateError(
                 f"{cfg.source}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "

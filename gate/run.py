@@ -142,6 +142,10 @@ def synthetic_settings(options) -> tuple[int, dict | None, dict | None]:
     return seed, parse_val_range(options.val_range), shapes
 
 
+_PER_OUTPUT_FLAGS = {"atol": "--atol", "rtol": "--rtol", "check_error_stat": "--check-error-stat",
+                     "error_quantile": "--error-quantile"}  # fmt: skip
+
+
 def run_config(options, overrides) -> GateConfig:
     """The comparison settings of ``accuracy-gate run`` (no gate.toml): ``overrides`` are the parsed
     comparison flags (``gate.config.load_config``'s keys, read and checked by ``gate.options``).
@@ -179,6 +183,8 @@ def run_config(options, overrides) -> GateConfig:
         junit=Path(overrides.get("junit") or "accuracy-gate-junit.xml"),
         title=overrides.get("title") or "",
         trt=trt,
+        named_by={key: dict.fromkeys(overrides[key], flag) for key, flag in _PER_OUTPUT_FLAGS.items()
+                  if isinstance(overrides.get(key), dict)},  # fmt: skip
     )
 
 

@@ -249,3 +249,17 @@ def test_run_help_lists_every_flag_of_the_table():
     assert proc.returncode == 0 and missing == []
     for flag in ("--fail-fast", "--save-outputs", "--onnx-outputs", "--providers", "--pool-limit", "--inputs", "-q"):
         assert flag in proc.stdout
+
+
+def test_a_per_output_flag_for_an_output_the_model_lacks_names_the_flag_not_gate_toml(model, tmp_path):
+    from conftest import EXAMPLE
+
+    ours = run_cli("run", model, "--onnxrt", "--onnxrt", "--atol", "logits:1e-3", "--junit", "j", cwd=tmp_path)
+    assert ours.stderr.strip().splitlines()[-1] == (
+        "accuracy-gate: error: --atol logits:0.001: dynamic_identity.onnx has no output 'logits'; its outputs are ['Y']."
+    )
+    checked = run_cli("check", EXAMPLE / "gate.toml", "--rtol", "logits:1e-3", "--junit", tmp_path / "j.xml",
+                      "--root", "/")  # fmt: skip
+    last = checked.stderr.strip().splitlines()[-1]
+    assert checked.returncode == 2 and last.startswith("accuracy-gate: error: --rtol logits:0.001: model.onnx has no")
+    assert "gate.toml" not in last
