@@ -256,7 +256,8 @@ def test_a_per_output_flag_for_an_output_the_model_lacks_names_the_flag_not_gate
 
     ours = run_cli("run", model, "--onnxrt", "--onnxrt", "--atol", "logits:1e-3", "--junit", "j", cwd=tmp_path)
     assert ours.stderr.strip().splitlines()[-1] == (
-        "accuracy-gate: error: --atol logits:0.001: dynamic_identity.onnx has no output 'logits'; its outputs are ['Y']."
+        "accuracy-gate: error: --atol logits:0.001: dynamic_identity.onnx has no output 'logits'; its outputs are "
+        "['Y']."
     )
     checked = run_cli("check", EXAMPLE / "gate.toml", "--rtol", "logits:1e-3", "--junit", tmp_path / "j.xml",
                       "--root", "/")  # fmt: skip
