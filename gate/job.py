@@ -23,7 +23,7 @@ from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
 from gate.data.onnx_model import model_io_names, model_io_names_and_sha256
 from gate.data.readahead import ReadAhead
-from gate.data.storage import MODEL_ZOO, NPZ
+from gate.data.storage import MODEL_ZOO, POLYGRAPHY_JSON
 from gate.errors import GateError
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
@@ -405,9 +405,7 @@ def record(
     inputs = _open(cfg.inputs, "input", input_names, labels)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
-    layout = layout or inputs.layout
-    if layout not in (MODEL_ZOO, NPZ):
-        raise GateError(f"{cfg.inputs}: {layout} inputs are read only; pass --layout onnx-zoo or --layout npz.")
+    layout = layout or inputs.layout  # Polygraphy JSON inputs: golden as polygraphy run --save-outputs DIR
     _check_golden_folder(cfg, layout, inputs.layout)
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
@@ -434,7 +432,8 @@ def record(
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
                 if warn_nan:
                     _warn_nan(outputs, index, inputs.location(index), warned)
-                _write(staging, layout, index, outputs)
+                same = layout == inputs.layout and layout != POLYGRAPHY_JSON  # keep the inputs' names
+                _write(staging, layout, index, outputs, inputs.location(index).name if same else None)
         for path in existing:
             path.unlink()
         written = []
@@ -466,9 +465,9 @@ def _warn_nan(outputs, index, where, warned: set) -> None:
             )
 
 
-def _write(folder, layout, index, outputs):
+def _write(folder, layout, index, outputs, name=None):
     try:
-        write_iteration(folder, layout, "output", index, outputs)
+        write_iteration(folder, layout, "output", index, outputs, name)
     except OSError as err:
         raise GateError(f"{err.filename or folder}: cannot write golden outputs ({err.strerror}).") from err
 
@@ -478,5 +477,5 @@ def _existing_golden(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(directory.glob("test_data_set_*/output_*.pb")) + sorted(
-        p for p in directory.iterdir() if p.suffix == ".npz" and p.stem.isdigit()
+        p for p in directory.iterdir() if p.suffix in (".npz", ".json") and p.stem.isdigit()
     )

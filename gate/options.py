@@ -376,8 +376,9 @@ OPTIONS: tuple[Option, ...] = (
         flags=("--layout",),
         kind=CHOICE,
         commands=(RECORD,),
-        choices=("onnx-zoo", "npz"),
-        help="golden layout (default: the inputs' layout)",
+        choices=("onnx-zoo", "npz", "polygraphy-json"),
+        help="golden layout (default: the inputs' layout; Polygraphy JSON inputs give a folder of per-iteration "
+        "Polygraphy JSON RunResults, as polygraphy run --save-outputs DIR)",
     ),  # fmt: skip
     _trt(
         "flavour",

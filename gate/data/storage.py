@@ -221,15 +221,24 @@ def open_tensor_set(directory, kind: str, names: Sequence[str] = (), runner: str
     return TensorSet(directory, kind, names)
 
 
-def write_iteration(directory, layout: str, kind: str, index: int, tensors: OrderedDict[str, np.ndarray]) -> list[Path]:
+def write_iteration(
+    directory, layout: str, kind: str, index: int, tensors: OrderedDict[str, np.ndarray], name: str | None = None
+) -> list[Path]:
     """Writes one iteration's tensors in ``layout`` and returns the files written.
 
     Model zoo: ``<dir>/test_data_set_<index>/<kind>_<K>.pb`` (K = position, TensorProto named after
     the tensor). npz: ``<dir>/<index:06d>.npz`` (uncompressed; compressed files are read too).
+    ``name`` replaces the folder's or file's default name (``record`` keeps the stored inputs' names,
+    ``0.npz`` stays ``0.npz``). Polygraphy's JSON: ``<dir>/<index:010d>.json``
+    (``gate.data.polygraphy_json.write_json_iteration``).
     """
     directory = Path(directory)
+    if layout == POLYGRAPHY_JSON:
+        from gate.data.polygraphy_json import write_json_iteration
+
+        return [write_json_iteration(directory, kind, index, tensors)]
     if layout == MODEL_ZOO:
-        folder = directory / f"test_data_set_{index}"
+        folder = directory / (name or f"test_data_set_{index}")
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for position, (name, array) in enumerate(tensors.items()):
@@ -239,9 +248,9 @@ def write_iteration(directory, layout: str, kind: str, index: int, tensors: Orde
         return written
     if layout == NPZ:
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{index:06d}.npz"
+        path = directory / (name or f"{index:06d}.npz")
         # Uncompressed: model outputs are mostly float mantissas, which zlib shrinks by ~6% (ppocr_v4_rec),
         # while decompressing them costs about a quarter of the inference time on reading.
         np.savez(path, **{name: np.asarray(a) for name, a in tensors.items()})
         return [path]
-    raise GateError(f"Unknown layout '{layout}'; expected one of {', '.join(LAYOUTS)}.")
+    raise GateError(f"Unknown layout '{layout}'; expected one of {', '.join((*LAYOUTS, POLYGRAPHY_JSON))}.")
