@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 PATH, STR, LIST, BOOL, CHOICE, INT, SIZE, FLAG = "path", "str", "list", "bool", "choice", "int", "size", "flag"
 PER_OUTPUT_FLOAT, PER_OUTPUT_STR = "per_output_float", "per_output_str"
-SHAPES, PROFILES = "shapes", "profiles"
+SHAPES, PROFILES, PROVIDER_OPTIONS = "shapes", "profiles", "provider_options"
 IGNORED = "ignored"  # a polygraphy run flag that has no effect on a comparison here (read, then unused)
 NOT_APPLICABLE = "not_applicable"  # a polygraphy run flag refused with one line naming it (``help``: why)
 
@@ -18,7 +18,8 @@ COMPARE = (CHECK, RUN)  # commands that compare
 REPORTING = (CHECK, RUN, MERGE)  # commands that write reports
 
 TOML_TYPES = {PATH: str, STR: str, LIST: list, BOOL: bool, CHOICE: str, INT: int, SIZE: (int, str), SHAPES: dict,
-              PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list}  # fmt: skip
+              PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list,
+              PROVIDER_OPTIONS: dict}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -126,9 +126,10 @@ def error_paths(request, scope: ReportScope) -> ReportPaths:
     return ReportPaths(**paths, refused=tuple(refused))
 
 
-def write(kind: str, path, result, commit: str | None = None, key: str | None = None) -> Path:
+def write(kind: str, path, result, commit: str | None = None, key: str | None = None, environ=None) -> Path:
     """Writes ``result`` as the report file ``kind`` (a key of :data:`WHAT`) at ``path``, parent folders
-    created; returns the path.
+    created; returns the path. ``environ`` (default ``os.environ``) gives the JUnit file's
+    ``GITHUB_WORKSPACE``.
 
     Raises:
         GateError: the file cannot be written (one line naming it).
@@ -140,7 +141,7 @@ def write(kind: str, path, result, commit: str | None = None, key: str | None = 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if kind == "junit":
-            write_junit(result, path)
+            write_junit(result, path, environ)
         elif kind == "markdown":
             path.write_text(render_markdown(result), "utf-8")
         elif kind == "report":

@@ -14,7 +14,7 @@ from onnx import numpy_helper
 
 from gate.data.npz import read_npz
 from gate.errors import GateError
-from gate.paths import require_inside
+from gate.paths import read_regular, require_inside
 
 MODEL_ZOO = "onnx-zoo"
 NPZ = "npz"
@@ -182,7 +182,7 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
         GateError: the file is missing, truncated or not a TensorProto.
     """
     try:
-        data = Path(path).read_bytes()
+        data = read_regular(path, f"the {Path(path).parent.name} tensor file")
     except OSError as err:
         raise GateError(f"{path}: cannot read ({err.strerror}).") from err
     tensor = onnx.TensorProto()
@@ -205,6 +205,8 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
 def _read_npz(path: Path) -> OrderedDict:
     try:
         return read_npz(path)
+    except GateError:
+        raise
     except Exception as err:  # zipfile, zlib, numpy header and OS errors alike: a file we cannot read
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
 
@@ -222,13 +224,13 @@ def open_tensor_set(directory, kind: str, names: Sequence[str] = (), runner: str
 
 
 def write_iteration(
-    directory, layout: str, kind: str, index: int, tensors: OrderedDict[str, np.ndarray], name: str | None = None
+    directory, layout: str, kind: str, index: int, tensors: OrderedDict[str, np.ndarray], file_name: str | None = None
 ) -> list[Path]:
     """Writes one iteration's tensors in ``layout`` and returns the files written.
 
     Model zoo: ``<dir>/test_data_set_<index>/<kind>_<K>.pb`` (K = position, TensorProto named after
     the tensor). npz: ``<dir>/<index:06d>.npz`` (uncompressed; compressed files are read too).
-    ``name`` replaces the folder's or file's default name (``record`` keeps the stored inputs' names,
+    ``file_name`` replaces the folder's or file's default name (``record`` keeps the stored inputs' names,
     ``0.npz`` stays ``0.npz``). Polygraphy's JSON: ``<dir>/<index:010d>.json``
     (``gate.data.polygraphy_json.write_json_iteration``).
     """
@@ -238,7 +240,7 @@ def write_iteration(
 
         return [write_json_iteration(directory, kind, index, tensors)]
     if layout == MODEL_ZOO:
-        folder = directory / (name or f"test_data_set_{index}")
+        folder = directory / (file_name or f"test_data_set_{index}")
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for position, (name, array) in enumerate(tensors.items()):
@@ -247,8 +249,14 @@ def write_iteration(
             written.append(path)
         return written
     if layout == NPZ:
+        for name, array in tensors.items():
+            if np.asarray(array).dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
+                raise GateError(
+                    f"{kind} '{name}' is {np.asarray(array).dtype}, which the npz layout cannot store (numpy "
+                    "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
+                )
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / (name or f"{index:06d}.npz")
+        path = directory / (file_name or f"{index:06d}.npz")
         # Uncompressed: model outputs are mostly float mantissas, which zlib shrinks by ~6% (ppocr_v4_rec),
         # while decompressing them costs about a quarter of the inference time on reading.
         np.savez(path, **{name: np.asarray(a) for name, a in tensors.items()})
