@@ -226,7 +226,7 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
         return 0
     if outcome.partial is not None:
         print(f"partial result file: {outcome.partial}")
-    print(render_text(result))
+    print(render_text(result, details=not quiet and (verbose or result.status == "regressed")))
     if result.status == "error":
         _error(result.message)
     try:

@@ -21,6 +21,7 @@ from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator
 from gate.comparator.data_loader import coerce_feed_dict
+from gate.comparator.details import DetailsOnFailure
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
@@ -273,6 +274,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         nans_compare_equal=cfg.nan_compare_equal,
         source=cfg.source,
     )
+    compare_func = DetailsOnFailure(compare_func, cfg.infinities_compare_equal, cfg.nan_compare_equal)
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)
     digests = DigestingView(golden_view) if partial else None
@@ -299,12 +301,6 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         ahead_golden.close()
 
 
-def _tap(stream, sink):
-    for run_results in stream:
-        sink(run_results)
-        yield run_results
-
-
 def _check_streaming(
     cfg, start, views, full, input_names, runners, compare_func, run, digests, sink=None
 ) -> GateResult:
@@ -316,7 +312,7 @@ def _check_streaming(
         [*runners, GoldenRunner(golden, name=cfg.reference_name)], data_loader=progress.feed(), streaming=True
     )
     if sink is not None:
-        stream = _tap(stream, sink)
+        stream = (sink(run_results) or run_results for run_results in stream)  # sink returns None
     if cfg.validate:  # as polygraphy run --validate: NaN and Inf
         stream = Comparator.validate(stream, check_inf=True, check_nan=True)
     if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
@@ -359,6 +355,7 @@ def _check_streaming(
     run.duration_s = time.perf_counter() - start
     run.config_path = str(cfg.path) if cfg.path else ""  # the JUnit file's 'file' (gate.report.junit)
     result = result_of(run, where)
+    compare_func.attach(result.rows, run.indices)
     for row in result.rows:  # a merge of shards names the files of any shard's worst iteration
         if row.worst_iteration is not None:
             where(row.worst_iteration)

@@ -70,6 +70,9 @@ class OutputVerdict:
     # iteration lacks the output or has no statistic), for charts; not part of row equality.
     values: list | None = field(default=None, compare=False, repr=False)
     baseline_values: list | None = field(default=None, compare=False, repr=False)
+    # The worst iteration's error statistics when it failed (gate.comparator.details.error_details),
+    # for the terminal; not part of row equality nor of any file.
+    details: dict | None = field(default=None, compare=False, repr=False)
     # Seconds spent comparing this output over every iteration (None: not measured, e.g. read from
     # a file that does not record it); the JUnit testcase's time. Not part of row equality.
     time_s: float | None = field(default=None, compare=False, repr=False)

@@ -264,3 +264,50 @@ def test_a_per_output_flag_for_an_output_the_model_lacks_names_the_flag_not_gate
     last = checked.stderr.strip().splitlines()[-1]
     assert checked.returncode == 2 and last.startswith("accuracy-gate: error: --rtol logits:0.001: model.onnx has no")
     assert "gate.toml" not in last
+
+
+def _polygraphy_stats(text: str, kind: str) -> dict:
+    import re
+
+    line = next(line for line in text.splitlines() if f"{kind} Difference | Stats:" in line)
+    return dict(re.findall(r"(mean|std-dev|median|max)=([-+0-9.e]+)", line))
+
+
+def test_the_failure_report_has_polygraphys_statistics_and_q_keeps_one_line_per_output(model, tmp_path):
+    golden = tmp_path / "golden.json"
+    assert polygraphy(model, "--onnxrt", *SHAPES, "--save-outputs", golden, cwd=tmp_path).returncode == 0
+    args = ("--onnxrt", *SHAPES, "--seed", "2", "--load-outputs", golden)
+    theirs, ours = _same_verdict(model, tmp_path, args, 1)
+    for kind, label in (("Absolute", "abs error"), ("Relative", "rel error")):
+        stats = _polygraphy_stats(theirs.stdout, kind)
+        line = next(line for line in ours.stdout.splitlines() if line.startswith(f"    {label}: mean "))
+        assert line == (
+            f"    {label}: mean {stats['mean']}, median {stats['median']}, max {stats['max'].rstrip('0')}, "
+            f"std {stats['std-dev']}"
+        )
+    assert "minimum tolerance to pass (elemwise): atol >= 0.90298 or rtol >= 4804.8" in ours.stdout
+    assert "out of tolerance: 32 of 32 elements (100%)" in ours.stdout
+    assert "element [0, 1, 1, 1] (onnxrt 0.0652865 vs golden 0.9682616, abs error 0.90298" in ours.stdout
+    bars = [line for line in ours.stdout.splitlines() if line.startswith("      [")]
+    assert len(bars) == 10 and sum(int(line.split("]")[1].split()[0]) for line in bars) == 32
+    quiet = run_cli("run", model, *args, "-q", "--junit", tmp_path / "j.xml", cwd=tmp_path)
+    assert quiet.returncode == 1 and "minimum tolerance" not in quiet.stdout and "histogram" not in quiet.stdout
+    assert [line for line in quiet.stdout.splitlines() if line.startswith("Y ")] != []
+    verbose = run_cli("run", model, "--onnxrt", "--onnxrt", *SHAPES, "-v", "--junit", tmp_path / "j.xml", cwd=tmp_path)
+    assert verbose.returncode == 0 and "minimum tolerance to pass (elemwise): atol >= 0 or rtol >= 0" in verbose.stdout
+
+
+def test_the_readme_table_names_every_polygraphy_run_flag_that_run_takes():
+    import re
+
+    from gate.cli import build_parser
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## `polygraphy run` flags in `accuracy-gate run`", 1)[1].split("\n## ", 1)[0]
+    help_text = subprocess.run([POLYGRAPHY, "run", "--help"], capture_output=True, text=True, timeout=120).stdout
+    theirs = set(re.findall(r"^  (?:-\w, )?(--[a-z0-9-]+)", help_text, re.M))
+    ours = {flag for action in build_parser().commands["run"]._actions for flag in action.option_strings}
+    missing = sorted(flag for flag in theirs & ours if f"`{flag}" not in table and flag != "--help")
+    assert missing == []
