@@ -54,6 +54,11 @@ def check_options(options, model_inputs) -> None:
     if options.load_inputs and (options.seed is not None or options.val_range or options.iterations is not None):
         given = "--seed" if options.seed is not None else "--val-range" if options.val_range else "--iterations"
         raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")
+    read = [Path(p).resolve() for p in (options.model, options.load_inputs, options.load_outputs) if p]
+    for flag, path in (("--save-inputs", options.save_inputs), ("--save-outputs", options.save_outputs)):
+        target = Path(path).resolve() if path else None
+        if target is not None and any(p.is_relative_to(target) or target.is_relative_to(p) for p in read):
+            raise GateError(f"{flag} {path}: would write over the model or the data this run reads; name another path.")
     if options.iterations is not None and options.iterations < 1:
         raise GateError(f"--iterations must be at least 1, got {options.iterations}.")
     for flag, given in (("--mark-all", options.mark_all), ("--onnx-outputs", options.onnx_outputs),

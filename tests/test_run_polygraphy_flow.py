@@ -311,3 +311,11 @@ def test_the_readme_table_names_every_polygraphy_run_flag_that_run_takes():
     ours = {flag for action in build_parser().commands["run"]._actions for flag in action.option_strings}
     missing = sorted(flag for flag in theirs & ours if f"`{flag}" not in table and flag != "--help")
     assert missing == []
+
+
+def test_saving_never_writes_over_the_model_or_the_loaded_data(model, tmp_path):
+    before = model.read_bytes()
+    for args in (("--save-outputs", model), ("--save-inputs", model.parent)):
+        proc = run_cli("run", model, "--onnxrt", *args, "--junit", tmp_path / "j.xml", cwd=tmp_path)
+        assert proc.returncode == 2 and "would write over the model or the data this run reads" in proc.stderr
+    assert model.read_bytes() == before
