@@ -80,7 +80,7 @@ def render_text(result: GateResult, details: bool = False) -> str:
     )
     scope = scope_line(result)
     header_lines = [header] + ([scope] if scope else []) + ([f"inputs: {result.inputs}"] if result.inputs else [])
-    if not result.rows:  # nothing was compared (an error, or one runner that only ran)
+    if not result.rows and result.status == "passed":  # accuracy-gate run with one runner: nothing compared
         lines = []
     if details:
         from gate.report.details import render_details
