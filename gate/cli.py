@@ -27,11 +27,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the project's one-line errors (exit 2) instead of the whole usage text."""
 
     def error(self, message):
+        command = self.prog.removeprefix("accuracy-gate").strip()
         self.exit(
             EXIT_ERROR,
-            f"accuracy-gate: error: {self.prog.removeprefix('accuracy-gate ')}: {message} "
-            f"(see '{self.prog} --help').\n",
+            f"accuracy-gate: error: {command + ': ' if command else ''}{message} (see '{self.prog} --help').\n",
         )
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown flag is the subcommand's error, pointing at its own help."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = self.commands.get(getattr(parsed, "command", None), self)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
 
 
 HELP = {
@@ -57,9 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"accuracy-gate {gate.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.commands = {}
     for command in ("check", "run", "merge", "record"):
         extra = {"description": RUN_DESCRIPTION} if command == "run" else {}
-        add_arguments(sub.add_parser(command, help=HELP[command], **extra), command)
+        parser.commands[command] = sub.add_parser(command, help=HELP[command], **extra)
+        add_arguments(parser.commands[command], command)
     return parser
 
 
@@ -143,6 +153,7 @@ def request_from_args(args, base):
     from dataclasses import replace
 
     from gate.pipeline import RunOptions
+    from gate.run import marked_outputs
     from gate.shards import default_partial_name, parse_shard
 
     changes: dict = {}
@@ -171,6 +182,9 @@ def request_from_args(args, base):
             val_range=tuple(args.val_range) if args.val_range else None,
             input_shapes=tuple(args.input_shapes) if args.input_shapes else None,
             mark_all=args.mark_all,
+            save_inputs=args.save_inputs,
+            save_outputs=args.save_outputs,
+            **marked_outputs(args),
         )
     return replace(base, **changes)
 
@@ -194,7 +208,7 @@ def _write_error_reports(outcome) -> None:
             print(f"JUnit: {written['junit']}")
 
 
-def _finish(outcome, verbose: bool) -> int:
+def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
     """Prints the outcome and writes its report files; returns the exit code."""
     from gate.pipeline import layer_report, write_reports
     from gate.report import render_text
@@ -212,13 +226,13 @@ def _finish(outcome, verbose: bool) -> int:
         return 0
     if outcome.partial is not None:
         print(f"partial result file: {outcome.partial}")
-    print(render_text(result))
+    print(render_text(result, details=not quiet and (verbose or result.status == "regressed")))
     if result.status == "error":
         _error(result.message)
     try:
         print(f"JUnit: {write_reports(outcome, ('junit',))['junit']}")
         write_reports(outcome, ("markdown", "report"))
-        if request.run is not None and request.run.mark_all:
+        if request.run is not None and request.run.layered:
             print(layer_report(outcome))
     except GateError as err:
         if verbose:
@@ -235,6 +249,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
+    if getattr(args, "log_file", None):  # polygraphy run --log-file: the log goes to the file too
+        try:
+            logging.getLogger().addHandler(logging.FileHandler(args.log_file, encoding="utf-8"))
+        except OSError as err:
+            _error(f"--log-file: cannot write {args.log_file} ({err.strerror}).")
+            return EXIT_ERROR
     from gate.pipeline import execute, failed
 
     try:
@@ -245,7 +265,7 @@ def main(argv=None) -> int:
             outcome = failed(base, str(err), err)
         else:
             outcome = execute(request)
-        return _finish(outcome, verbose)
+        return _finish(outcome, verbose, bool(getattr(args, "quiet", 0)))
     except BrokenPipeError:  # e.g. `accuracy-gate check ... | head`: the reader went away
         sys.stderr.close()
         return EXIT_ERROR

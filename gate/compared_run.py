@@ -38,6 +38,11 @@ def config_settings(cfg, model_sha256: str) -> dict:
     if engine:
         trt["engine_sha256"] = _file_sha256(Path(engine))
     stat = cfg.check_error_stat
+    extra = {}  # settings added later, kept out of the fingerprint at their defaults (files stay comparable)
+    if getattr(cfg, "error_quantile", 0.99) != 0.99:
+        extra["error_quantile"] = _tolerance(cfg.error_quantile)
+    if getattr(cfg, "fail_fast", False):
+        extra["fail_fast"] = True
     return {
         "model": cfg.model.name,
         "model_sha256": model_sha256,
@@ -52,6 +57,7 @@ def config_settings(cfg, model_sha256: str) -> dict:
         **({"nan_compare_equal": True} if getattr(cfg, "nan_compare_equal", False) else {}),
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
+        **extra,
         **({"provider_options": dict(cfg.provider_options)} if getattr(cfg, "provider_options", None) else {}),
         **json.loads(_canonical(compare_settings(cfg))),  # only where not the defaults
     }

@@ -80,6 +80,8 @@ class GateConfig:
     infinities_compare_equal: bool = True
     nan_compare_equal: bool = False  # NaN on both sides at the same element is equal (Polygraphy's nans_compare_equal)
     validate: bool = False
+    error_quantile: float | dict = 0.99  # check_error_stat quantile's quantile (polygraphy run --error-quantile)
+    fail_fast: bool = False  # stop comparing after the first iteration that fails (polygraphy run --fail-fast)
     trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
     reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)
     junit: Path = Path("accuracy-gate-junit.xml")
@@ -107,6 +109,9 @@ class GateConfig:
     task_min: float | dict | None = None
     task_min_relative: float | dict | None = None
     task_max_drop: float | dict | None = None
+    # The flag that set each per-output entry ({"atol": {"logits": "--atol"}}), so that a later error
+    # about that entry (an output the model lacks) names the flag, not gate.toml.
+    named_by: Mapping = field(default_factory=dict)
 
 
 def trt_build_settings(table: Mapping, source: str):
@@ -123,7 +128,7 @@ def trt_build_settings(table: Mapping, source: str):
         raise GateError(f"{source}: [trt] {err}") from err
 
 
-PER_OUTPUT = ("atol", "rtol", "check_error_stat", *COMPARE_FUNC_PER_OUTPUT)
+PER_OUTPUT = ("atol", "rtol", "check_error_stat", "error_quantile", *COMPARE_FUNC_PER_OUTPUT)
 
 
 def merge_per_output(base, override):
@@ -439,6 +444,11 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")
     source = str(path.resolve())
+    settings["named_by"] = {
+        key: {output: flag(key, output) for output, _ in _entries(overrides[key]) if flag(key, output)}
+        for key in PER_OUTPUT
+        if key in overrides
+    }
     if "trt" in settings.get("runners", ()):  # parsed now: a [trt] mistake shows before anything runs
         settings["trt_build"] = trt_build_settings(trt, source)
     return GateConfig(path=path.resolve(), source=source, **settings)

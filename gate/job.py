@@ -8,7 +8,6 @@ import platform
 import shutil
 import tempfile
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator
 from gate.comparator.data_loader import coerce_feed_dict
+from gate.comparator.details import DetailsOnFailure
 from gate.comparator.output_funcs import SelectedOutputs
 from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
@@ -28,12 +28,15 @@ from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
 from gate.data.onnx_model import model_io, model_output_dtypes
 from gate.data.readahead import ReadAhead
-from gate.data.storage import MODEL_ZOO, NPZ
+from gate.data.storage import MODEL_ZOO, POLYGRAPHY_JSON
 from gate.dtype_rules import GateCompareFunc
 from gate.errors import GateError
 from gate.paths import refuse_symlinks
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
+from gate.stream_progress import Guarded as _Guarded
+from gate.stream_progress import Progress as _Progress
+from gate.stream_progress import progress_line  # noqa: F401 (gate.job.progress_line: its old home)
 from gate.structured import all_leaves
 from gate.task_metrics import TaskCompareFunc, open_labels
 
@@ -81,75 +84,6 @@ def trt_runner(cfg: GateConfig, name: str):
         raise GateError(f"{cfg.source}: [trt] {err}") from err
 
 
-PROGRESS_INTERVAL_S = 5.0
-
-
-def progress_line(done: int, total: int, elapsed_s: float) -> str:
-    """One progress line for CI logs (no carriage returns): iterations done, it/s and ETA."""
-    rate = done / elapsed_s if elapsed_s > 0 else 0.0
-    eta = (total - done) / rate if rate > 0 else float("inf")
-    eta_text = f"{eta:.0f} s" if eta != float("inf") else "unknown"
-    return f"progress: {done}/{total} iterations ({100 * done / max(total, 1):.0f}%), {rate:.1f} it/s, ETA {eta_text}"
-
-
-class _Progress:
-    """Where a streaming check is: the iteration being run (its position in the shard), how many were
-    fully compared, and the first error (a runner or a reader failing, a comparison that cannot be
-    made). The stream stops at that error, so everything compared before it is kept and reported."""
-
-    def __init__(self, inputs, golden, input_names):
-        self.inputs = inputs
-        self.input_names = list(input_names)
-        self.golden = golden
-        self.current = None
-        self.compared = 0
-        self.error: GateError | None = None
-        self.error_iteration = None
-
-    def feed(self):
-        for index in range(len(self.inputs)):
-            self.current = index
-            feed_dict = self.inputs[index]
-            missing = [name for name in self.input_names if name not in feed_dict]
-            if missing:
-                raise GateError(
-                    f"{self.inputs.location(index)}: the stored inputs lack '{missing[0]}'; the model's inputs are "
-                    f"{self.input_names}, the file holds {list(feed_dict)}."
-                )
-            unknown = [name for name in feed_dict if name not in self.input_names]
-            if unknown:
-                raise GateError(
-                    f"{self.inputs.location(index)}: stored input '{unknown[0]}' is not an input of the model; "
-                    f"its inputs are {self.input_names}."
-                )
-            yield feed_dict
-
-    def stop(self, err: GateError, position: int | None = None):
-        """Records the first error; ``position``: the iteration it concerns (default: the one being run)."""
-        if self.error is None:
-            self.error, self.error_iteration = err, self.current if position is None else position
-            log.debug("the stream stopped at iteration %s:", self.current, exc_info=err)  # --verbose: the traceback
-
-    def until_error(self, stream):
-        """Yields the stream's items until it raises a GateError or ``stop`` was called; logs progress."""
-        start = last = time.perf_counter()
-        try:
-            for run in stream:
-                if self.error is not None:
-                    break
-                yield run
-                if self.error is None:
-                    self.compared += 1
-                now = time.perf_counter()
-                if now - last >= PROGRESS_INTERVAL_S:
-                    last = now
-                    print(progress_line(self.compared, len(self.inputs), now - start), flush=True)
-        except GateError as err:
-            self.stop(err)
-        finally:
-            stream.close()
-
-
 class Labelled:
     """A stored tensor set whose iterations are named ``label`` in messages instead of by their files
     (``accuracy-gate run``'s synthetic inputs and its reference runner's outputs live in a temporary
@@ -186,23 +120,6 @@ def _open(path, kind, names, labels, types=None):
     return Labelled(stored, label) if label else stored
 
 
-class _Guarded:
-    """A compare function that records a GateError (e.g. no common outputs) as the stream's stopping
-    error instead of losing the results gathered so far."""
-
-    def __init__(self, func, progress):
-        self.func = func
-        self.progress = progress
-        self.thresholds_for = func.thresholds_for
-
-    def __call__(self, result0, result1):
-        try:
-            return self.func(result0, result1)
-        except GateError as err:
-            self.progress.stop(err, self.progress.compared)  # the stream may already run the next one
-            return OrderedDict()
-
-
 def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
     from gate.backend.ort_install import onnxruntime_version
 
@@ -220,7 +137,7 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
     }
 
 
-def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, labels=None) -> GateResult:
+def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, labels=None, sink=None) -> GateResult:
     """Streams every stored input (or only shard ``shard``'s, see ``gate.shards``) through the live
     runners and the golden set, compares each output (SimpleCompareFunc with the configured
     tolerances, golden as the reference), and returns the verdict. Memory stays flat: one iteration
@@ -229,7 +146,8 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     ``result.run`` holds what was compared (``gate.compared_run.ComparedRun``) for a partial result file;
     with ``partial`` its golden fingerprint is computed and every golden iteration's contents are
     hashed as they stream by. ``labels`` (``{"input" | "output": label}``) names a set in messages
-    by that label instead of its files (``Labelled``).
+    by that label instead of its files (``Labelled``). ``sink(run_results)``, if given, sees each
+    iteration's RunResults (every runner's outputs, the golden set's last) before it is compared.
 
     Raises:
         GateError: anything that prevents evaluation (bad model, missing or mismatched data, a runner
@@ -267,11 +185,13 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         rtol=cfg.rtol,
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
+        error_quantile=cfg.error_quantile,
         compute_medians=False,  # the gate reports no median unless it checks it: keep the kernel's speed
         nans_compare_equal=cfg.nan_compare_equal,
         source=cfg.source,
     )
-    compare_func = [("simple", SelectedOutputs(compare_func, uses_simple(cfg))), *build_compare_funcs(cfg)]
+    details = DetailsOnFailure(compare_func, cfg.infinities_compare_equal, cfg.nan_compare_equal)
+    compare_func = [("simple", SelectedOutputs(details, uses_simple(cfg))), *build_compare_funcs(cfg)]
     store = open_labels(cfg, len(inputs))
     if store is not None:  # the label of the iteration being compared, by its position in the shard
         chosen = list(shard.indices(len(golden)))
@@ -295,14 +215,17 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     ahead_inputs, ahead_golden = ReadAhead(ShardView(inputs, selected)), ReadAhead(digests or golden_view)
     try:
         return _check_streaming(
-            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run, digests
+            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run,
+            digests, sink, details,
         )
     finally:
         ahead_inputs.close()
         ahead_golden.close()
 
 
-def _check_streaming(cfg, start, views, full, input_names, runners, compare_func, run, digests) -> GateResult:
+def _check_streaming(
+    cfg, start, views, full, input_names, runners, compare_func, run, digests, sink=None, details=None
+) -> GateResult:
     """``views``: the shard's inputs and golden iterations (read ahead); ``full``: the whole sets, to
     name an iteration's files by its golden-set index."""
     inputs, golden = views
@@ -310,14 +233,17 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name=cfg.reference_name)], data_loader=progress.feed(), streaming=True
     )
-    if cfg.validate:
-        stream = Comparator.validate(stream, check_nan=True)
+    if sink is not None:
+        stream = (sink(run_results) or run_results for run_results in stream)  # sink returns None
+    if cfg.validate:  # as polygraphy run --validate: NaN and Inf
+        stream = Comparator.validate(stream, check_inf=True, check_nan=True)
     if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
         stream = StreamAhead(stream)
     names = [name for name, _ in compare_func]
     accuracies = Comparator.compare_accuracy(
         progress.until_error(stream),
         compare_func=[_Guarded(func, progress) for _, func in compare_func],
+        fail_fast=cfg.fail_fast,
         comparisons=[(i, len(runners)) for i in range(len(runners))],
     )
     for name, result in zip(names, accuracies):  # check_average: every function that has a metric to average
@@ -341,6 +267,9 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     run.settings = config_settings(cfg, run.facts["model_sha256"])
     run.accuracy = accuracy
     run.indices = selected[: progress.compared]
+    if cfg.fail_fast and progress.error is None and progress.compared < len(selected):
+        stop = f"--fail-fast: stopped at the first failing iteration, {progress.compared} of {len(selected)} compared"
+        run.scope = f"{run.scope}; {stop}" if run.scope else stop
     if digests is not None:
         run.golden_sha256 = [digests.digests.get(position) for position in range(progress.compared)]
 
@@ -352,6 +281,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     run.duration_s = time.perf_counter() - start
     run.config_path = str(cfg.path) if cfg.path else ""  # the JUnit file's 'file' (gate.report.junit)
     result = result_of(run, where)
+    if details is not None:
+        details.attach(result.rows, run.indices)
     for row in result.rows:  # a merge of shards names the files of any shard's worst iteration
         if row.worst_iteration is not None:
             where(row.worst_iteration)
@@ -378,9 +309,15 @@ def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str
 def _check_per_output_names(cfg: GateConfig, output_names) -> None:
     """A per-output tolerance or statistic for an output the model does not have is a typo that
     would silently leave the real output at the default: refuse it."""
-    for setting in ("atol", "rtol", "check_error_stat"):
+    for setting in ("atol", "rtol", "check_error_stat", "error_quantile"):
         value = getattr(cfg, setting)
         unknown = [name for name in value if name and name not in output_names] if isinstance(value, dict) else []
+        flag = cfg.named_by.get(setting, {}).get(unknown[0]) if unknown else None
+        if flag:
+            raise GateError(
+                f"{flag} {unknown[0]}:{value[unknown[0]]}: {cfg.model.name} has no output '{unknown[0]}'; its outputs "
+                f"are {output_names}."
+            )
         if unknown:
             raise GateError(
                 f"{cfg.source}: {setting} names output '{unknown[0]}', which {cfg.model.name} does not have; "
@@ -409,9 +346,7 @@ def record(
     inputs = _open(cfg.inputs, "input", input_names, labels, types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs to record golden outputs for.")
-    layout = layout or inputs.layout
-    if layout not in (MODEL_ZOO, NPZ):
-        raise GateError(f"{cfg.inputs}: {layout} inputs are read only; pass --layout onnx-zoo or --layout npz.")
+    layout = layout or inputs.layout  # Polygraphy JSON inputs: golden as polygraphy run --save-outputs DIR
     _check_golden_folder(cfg, layout, inputs.layout)
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
@@ -439,7 +374,8 @@ def record(
                     raise GateError(f"iteration {index} ({inputs.location(index)}): {err}") from err
                 if warn_nan:
                     _warn_nan(outputs, index, inputs.location(index), warned)
-                _write(staging, layout, index, outputs, types)
+                same = layout == inputs.layout and layout != POLYGRAPHY_JSON  # keep the inputs' names
+                _write(staging, layout, index, outputs, types, inputs.entries[index].name if same else None)
         for path in existing:
             path.unlink()
         written = []
@@ -470,9 +406,9 @@ def _warn_nan(outputs, index, where, warned: set) -> None:
             )
 
 
-def _write(folder, layout, index, outputs, types=None):
+def _write(folder, layout, index, outputs, types=None, name=None):
     try:
-        write_iteration(folder, layout, "output", index, outputs, types)
+        write_iteration(folder, layout, "output", index, outputs, types, name)
     except GateError as err:  # a value the layout cannot store
         raise GateError(f"iteration {index}: {err}") from err
     except OSError as err:
@@ -484,5 +420,5 @@ def _existing_golden(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(directory.glob("test_data_set_*/output_*.pb")) + sorted(
-        p for p in directory.iterdir() if p.suffix == ".npz" and p.stem.isdigit()
+        p for p in directory.iterdir() if p.suffix in (".npz", ".json") and p.stem.isdigit()
     )

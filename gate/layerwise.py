@@ -7,6 +7,7 @@ failure."""
 from __future__ import annotations
 
 import copy
+import fnmatch
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +29,10 @@ class LayerRow:
     max_reldiff: float | None = None
 
 
-def _mark_all_runner(kind: str, cfg: GateConfig, marked_model: Path, name: str):
+MARK_ALL = {"onnxrt": ("*", ()), "trt": ("*", ())}
+
+
+def _mark_all_runner(kind: str, cfg: GateConfig, marked_model: Path, name: str, marked=MARK_ALL):
     if kind == "onnxrt":
         return OnnxrtRunner(
             SessionFromOnnx(
@@ -42,17 +46,22 @@ def _mark_all_runner(kind: str, cfg: GateConfig, marked_model: Path, name: str):
     from gate.config import trt_build_settings
     from gate.job import trt_runner
 
+    outputs, exclude = marked.get("trt", (None, ()))
     build = cfg.trt_build if cfg.trt_build is not None else trt_build_settings(cfg.trt, cfg.source)
-    return trt_runner(replace(cfg, trt_build=replace(build, outputs="*")), name)
+    return trt_runner(replace(cfg, trt_build=replace(build, outputs=outputs, exclude_outputs=tuple(exclude))), name)
 
 
-def compare_layers(cfg: GateConfig, feed_dict) -> tuple[str, str, list[LayerRow]]:
-    """Runs the first and the last of ``cfg.runners`` with every tensor marked on one feed_dict and
-    compares each tensor, in node order, under the configured tolerances (the last runner is the
-    reference). Returns ``(runner, reference, rows)``.
+def compare_layers(cfg: GateConfig, feed_dict, marked=MARK_ALL) -> tuple[str, str, list[LayerRow]]:
+    """Runs the first and the last of ``cfg.runners`` with the tensors of ``marked`` marked as outputs
+    on one feed_dict and compares each tensor, in node order, under the configured tolerances (the
+    last runner is the reference). Returns ``(runner, reference, rows)``.
+
+    ``marked``: ``{"onnxrt" | "trt": (outputs, exclude_outputs)}`` as ``polygraphy run
+    --onnx-outputs/--onnx-exclude-outputs`` and ``--trt-outputs/--trt-exclude-outputs`` give them:
+    outputs ``"*"`` (mark all), names or fnmatch patterns, or None (the model's own outputs).
 
     Raises:
-        GateError: fewer than two runners; anything a runner raises.
+        GateError: fewer than two runners; a name that matches no tensor; anything a runner raises.
     """
     from gate.backend.trt.layerwise import onnx_tensor_names, onnx_with_outputs
     from gate.errors import GateError
@@ -66,13 +75,23 @@ def compare_layers(cfg: GateConfig, feed_dict) -> tuple[str, str, list[LayerRow]
     )
     kinds = [cfg.runners[0], cfg.runners[-1]]
     names = [kinds[0], kinds[1] if kinds[1] != kinds[0] else f"{kinds[1]}-reference"]
+    onnx_outputs, onnx_exclude = marked.get("onnxrt", (None, ()))
+    if onnx_outputs not in (None, "*"):  # the listed tensors, in the order given
+        order = [*dict.fromkeys(order_of(model, onnx_outputs, order))]
     with tempfile.TemporaryDirectory(prefix="accuracy-gate-layers-") as scratch:
-        marked = Path(scratch) / cfg.model.name
-        onnx.save(onnx_with_outputs(model, "*"), str(marked))
+        marked_model = Path(scratch) / cfg.model.name
+        if onnx_outputs is None:
+            marked_model = cfg.model
+        else:
+            onnx.save(onnx_with_outputs(model, onnx_outputs, tuple(onnx_exclude)), str(marked_model))
         outputs = []
         for kind, name in zip(kinds, names):
-            with _mark_all_runner(kind, cfg, marked, name) as runner:
+            with _mark_all_runner(kind, cfg, marked_model, name, marked) as runner:
                 outputs.append({k: copy.deepcopy(v) for k, v in runner.infer(feed_dict).items()})
+    if onnx_outputs is None:  # only TensorRT marks tensors: compare what it marked
+        order = [*dict.fromkeys([*model_outputs(model), *order])]
+    excluded = [*onnx_exclude, *marked.get("trt", (None, ()))[1]]
+    order = [tensor for tensor in order if not any(fnmatch.fnmatchcase(tensor, p) for p in excluded)]
     rows = []
     for tensor in order:
         if tensor not in outputs[0] or tensor not in outputs[1]:
@@ -83,6 +102,17 @@ def compare_layers(cfg: GateConfig, feed_dict) -> tuple[str, str, list[LayerRow]
         status = "pass" if result else "FAIL"
         rows.append(LayerRow(tensor, status, result.max_absdiff, result.max_reldiff))
     return names[0], names[1], rows
+
+
+def model_outputs(model) -> list[str]:
+    """The graph outputs' names of an ``onnx.ModelProto``."""
+    return [output.name for output in model.graph.output]
+
+
+def order_of(model, patterns, order) -> list[str]:
+    """The tensors ``patterns`` (names or fnmatch patterns) name, each pattern's matches in node order."""
+    known = [*model_outputs(model), *order]
+    return [tensor for pattern in patterns for tensor in known if fnmatch.fnmatchcase(tensor, pattern)]
 
 
 def render_layers(runner: str, reference: str, rows: list[LayerRow], limit: int = 20) -> str:

@@ -15,7 +15,9 @@ from gate.options import (
     BY_NAME,
     CHOICE,
     FLAG,
+    IGNORED,
     LIST,
+    NOT_APPLICABLE,
     OPTIONS,
     PATH,
     PER_OUTPUT_FLOAT,
@@ -38,30 +40,31 @@ def _add(parser, option: Option, command: str) -> None:
         kwargs = {"dest": option.key, "help": help, **option.argparse}
     else:
         kwargs = {"help": help, **option.argparse}
-    if option.kind == BOOL and option.group:
+    if option.kind == BOOL and option.name.startswith("trt."):
         kwargs.update(action="store_true", default=None)
     elif option.kind == BOOL:
         kwargs.update(action=argparse.BooleanOptionalAction, default=None)
     elif option.kind == FLAG:
-        kwargs.update(action="store_true")
+        kwargs.setdefault("action", "store_true")
     elif option.kind == CHOICE:
-        kwargs["choices"] = list(option.choices)
+        kwargs["choices"] = [*option.choices, *option.aliases]
     elif option.kind == LIST:
         kwargs.setdefault("nargs", "+")
-    parser.add_argument(*option.flags, **kwargs)
+    parser.add_argument(*option.flags, *option.flags_for.get(command, ()), **kwargs)
 
 
 def add_arguments(parser, command: str, names=None) -> None:
     """Adds the flags of every option ``command`` takes (only ``names``, in that order, if given); the
     [trt] keys go in a TensorRT group."""
     options = [BY_NAME[name] for name in names] if names else OPTIONS
-    group = None
+    groups: dict = {}
     for option in options:
         if command not in option.commands or not option.flags:
             continue
         if option.group:
-            if group is None:
-                group = parser.add_argument_group(option.group)
+            if option.group not in groups:
+                groups[option.group] = parser.add_argument_group(option.group)
+            group = groups[option.group]
             _add(group, option, command)
             if option.name == "trt.input_shapes":
                 for which, flag in PROFILE_FLAGS.items():
@@ -115,7 +118,47 @@ def parse_value(option: Option, raw, subject: str):
         return parse_shape_args(raw, subject)
     if option.name == "trt.engine":
         return str(Path(raw).resolve())
-    return raw
+    if option.name == "trt.workspace" and isinstance(raw, list):
+        return _workspace(raw, subject)
+    return option.aliases.get(raw, raw) if isinstance(raw, str) else raw
+
+
+def _workspace(entries: list, subject: str) -> str:
+    """``--workspace 1G`` or ``polygraphy run --pool-limit workspace:1G``: the workspace pool's size
+    (pool names case-insensitive, as TensorRT's ``MemoryPoolType``); another pool is refused."""
+    sizes = {}
+    for entry in entries:
+        pool, sep, size = entry.rpartition(":")
+        pool = pool.lower() if sep else "workspace"
+        if pool != "workspace":
+            raise GateError(
+                f"{subject}: pool '{pool}' is not supported (only workspace, e.g. workspace:1G; the DLA and tactic "
+                "pools keep TensorRT's defaults)."
+            )
+        sizes[pool] = size
+    return sizes["workspace"]
+
+
+def refuse_not_applicable(args, command: str) -> None:
+    """``polygraphy run``'s flags that cannot apply here, or a value of one that cannot (``--compare
+    l2``): one line naming the flag and why.
+
+    Raises:
+        GateError: the first such flag given.
+    """
+    for option in OPTIONS:
+        if command not in option.commands or option.kind not in (IGNORED, NOT_APPLICABLE):
+            continue
+        value = getattr(args, option.key, None)
+        if value is None:
+            continue
+        if option.kind == NOT_APPLICABLE:
+            raise GateError(f"{option.flags[0]} is {option.help}.")
+        for entry in value if option.choices and isinstance(value, list) else ():
+            if entry not in option.choices:
+                raise GateError(
+                    f"{option.flags[0]}: '{entry}' is not available; {', '.join(option.choices)} is ({option.help})."
+                )
 
 
 def _trt_profiles(args) -> list | None:
@@ -140,6 +183,8 @@ def overrides_from_args(args, command: str, unfailing: bool = False) -> dict:
     Raises:
         GateError: a flag value that cannot be read or is out of range, naming the flag.
     """
+    if not unfailing:
+        refuse_not_applicable(args, command)
     overrides: dict = {}
     for name in SETTINGS:
         option = BY_NAME[name]

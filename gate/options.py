@@ -24,53 +24,34 @@ entries, ``gate.per_output.parse_per_output``), ``SHAPES`` (``name:[d,...]`` ent
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
 from gate import compare_options as _funcs  # the compare functions' rows
-
-PATH, STR, LIST, BOOL, CHOICE, INT, SIZE, FLAG = "path", "str", "list", "bool", "choice", "int", "size", "flag"
-PER_OUTPUT_FLOAT, PER_OUTPUT_STR = "per_output_float", "per_output_str"
-SHAPES, PROFILES, PROVIDER_OPTIONS = "shapes", "profiles", "provider_options"
-
-CHECK, RECORD, RUN, MERGE = "check", "record", "run", "merge"
-CONFIGURED = (CHECK, RECORD)  # commands that read a gate.toml
-COMPARE = (CHECK, RUN)  # commands that compare
-REPORTING = (CHECK, RUN, MERGE)  # commands that write reports
-
-TOML_TYPES = {PATH: str, STR: str, LIST: list, BOOL: bool, CHOICE: str, INT: int, SIZE: (int, str), SHAPES: dict,
-              PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list,
-              _funcs.PER_OUTPUT_INT: (int, dict), _funcs.PER_OUTPUT_FUNCS: (str, list, dict),
-              _funcs.PER_OUTPUT_COUNT: (int, str, dict), PROVIDER_OPTIONS: dict}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Option:
-    """One setting. ``name`` is its key in ``gate.config.GateConfig`` and ``load_config``'s overrides
-    (``trt.<key>`` for the [trt] table); ``toml`` its ``[table.]key`` in gate.toml (None: not there);
-    ``flags`` its CLI flags (``dest`` the argparse name, default ``name``); ``input`` its action input;
-    ``argparse`` extra ``add_argument`` keywords (``metavar``, ``action``, ``type``)."""
-
-    name: str
-    toml: str | None = None
-    flags: tuple = ()
-    input: str | None = None
-    kind: str = STR
-    commands: tuple = ()
-    default: object = None
-    help: str = ""
-    choices: tuple | None = None
-    dest: str | None = None
-    group: str | None = None
-    argparse: Mapping = field(default_factory=dict)
-    help_for: Mapping = field(default_factory=dict)  # command -> help, where it reads differently
-    action_default: str | None = None  # what the action applies to an empty input (action.yml declares it)
-
-    @property
-    def key(self) -> str:
-        """The argparse destination."""
-        return self.dest or self.name
-
+from gate.option_model import (  # noqa: F401 (the vocabulary, re-exported)
+    BOOL,
+    CHECK,
+    CHOICE,
+    COMPARE,
+    CONFIGURED,
+    FLAG,
+    IGNORED,
+    INT,
+    LIST,
+    MERGE,
+    NOT_APPLICABLE,
+    PATH,
+    PER_OUTPUT_FLOAT,
+    PER_OUTPUT_STR,
+    PROFILES,
+    PROVIDER_OPTIONS,
+    RECORD,
+    REPORTING,
+    RUN,
+    SHAPES,
+    SIZE,
+    STR,
+    TOML_TYPES,
+    Option,
+)
+from gate.options_run import POLYGRAPHY_ONLY, RUN_OWN
 
 TRT_GROUP = "TensorRT (runners = trt; see [trt] in gate.toml)"
 _PER_OUTPUT_ARGS = {"nargs": "+", "action": "extend"}
@@ -86,7 +67,6 @@ def _trt(name, flag=None, kind=BOOL, help="", **kw) -> Option:
 OPTIONS: tuple[Option, ...] = (
     Option("config", flags=("config",), input="config", kind=PATH, commands=CONFIGURED, help="path to gate.toml"),
     # --- accuracy-gate run's and merge's own arguments ---------------------------------------------------
-    Option("run.model", flags=("model",), kind=PATH, commands=(RUN,), help="the ONNX model"),
     Option(
         "partials",
         flags=("partials",),
@@ -95,75 +75,7 @@ OPTIONS: tuple[Option, ...] = (
         argparse={"nargs": "+", "metavar": "PARTIAL"},
         help="partial result files, or folders of them",
     ),  # fmt: skip
-    Option(
-        "run.onnxrt",
-        flags=("--onnxrt",),
-        commands=(RUN,),
-        help="add ONNX Runtime",
-        argparse={"dest": "runner_flags", "action": "append_const", "const": "onnxrt"},
-    ),  # fmt: skip
-    Option(
-        "run.trt",
-        flags=("--trt",),
-        commands=(RUN,),
-        help="add TensorRT",
-        argparse={"dest": "runner_flags", "action": "append_const", "const": "trt"},
-    ),  # fmt: skip
-    Option(
-        "run.load_outputs",
-        flags=("--load-outputs", "--load-results"),
-        kind=PATH,
-        commands=(RUN,),
-        dest="load_outputs",
-        argparse={"metavar": "PATH"},
-        help="golden outputs (file or folder)",
-    ),  # fmt: skip
-    Option(
-        "run.load_inputs",
-        flags=("--load-inputs",),
-        kind=PATH,
-        commands=(RUN,),
-        dest="load_inputs",
-        argparse={"metavar": "PATH"},
-        help="stored inputs (file or folder) instead of synthetic ones",
-    ),  # fmt: skip
-    Option(
-        "run.iterations",
-        flags=("--iterations", "--iters"),
-        kind=INT,
-        commands=(RUN,),
-        dest="iterations",
-        argparse={"type": int, "metavar": "N"},
-        help="synthetic iterations (default 1; with --load-outputs, the number of iterations in the loaded golden "
-        "outputs, which N must equal)",
-    ),  # fmt: skip
-    Option(
-        "run.seed",
-        flags=("--seed",),
-        kind=INT,
-        commands=(RUN,),
-        dest="seed",
-        argparse={"type": int},
-        help="seed of the synthetic inputs (default 1, as Polygraphy)",
-    ),  # fmt: skip
-    Option(
-        "run.val_range",
-        flags=("--val-range",),
-        commands=(RUN,),
-        dest="val_range",
-        argparse={"nargs": "+", "metavar": "[NAME:][LO,HI]"},
-        help="synthetic value ranges",
-    ),  # fmt: skip
-    Option(
-        "run.mark_all",
-        flags=("--mark-all",),
-        kind=FLAG,
-        commands=(RUN,),
-        dest="mark_all",
-        help="also compare every intermediate tensor of the first and last runner on the first input, to "
-        "find the first layer that diverges (diagnostics only; the verdict comes from the unmodified "
-        "model)",
-    ),  # fmt: skip
+    *RUN_OWN,
     # --- settings: gate.toml, flags and inputs ---------------------------------------------------------
     Option("model", toml="model", flags=("--model",), input="model", kind=PATH, commands=CONFIGURED,
            help="the ONNX model (overrides 'model')"),  # fmt: skip
@@ -195,12 +107,13 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "execution_providers",
         toml="onnxrt.execution_providers",
-        flags=("--execution-providers",),
+        flags=("--execution-providers", "--providers"),
         input="execution_providers",
         kind=LIST,
         commands=(CHECK, RECORD, RUN),
         default=["CPUExecutionProvider"],
-        help="ONNX Runtime execution providers, in priority order",
+        help="ONNX Runtime execution providers, in priority order; each an exact name or a case-insensitive "
+        "part of one, e.g. cpu (as polygraphy run --providers)",
         argparse={"metavar": "EP"},
     ),  # fmt: skip
     Option(
@@ -211,8 +124,10 @@ OPTIONS: tuple[Option, ...] = (
         kind=CHOICE,
         commands=(CHECK, RECORD, RUN),
         choices=("disable", "basic", "extended", "all"),
+        aliases={"ORT_DISABLE_ALL": "disable", "ORT_ENABLE_BASIC": "basic", "ORT_ENABLE_EXTENDED": "extended",
+                 "ORT_ENABLE_ALL": "all"},  # fmt: skip
         default="all",
-        help="ONNX Runtime setting",
+        help="ONNX Runtime setting (or its ORT enum name, as polygraphy run: ORT_DISABLE_ALL ...)",
     ),  # fmt: skip
     Option("provider_options", toml="onnxrt.provider_options", flags=("--provider-options",),
            input="provider_options", kind=PROVIDER_OPTIONS, commands=(CHECK, RECORD, RUN), default={},
@@ -282,7 +197,27 @@ OPTIONS: tuple[Option, ...] = (
         kind=BOOL,
         commands=COMPARE,
         default=False,
-        help="a NaN in any output stops evaluation with an error naming it (default: off)",
+        help="a NaN or Inf in any output stops evaluation with an error naming it, as polygraphy run --validate "
+        "(default: off)",
+    ),  # fmt: skip
+    Option(
+        "fail_fast",
+        toml="compare.fail_fast",
+        flags=("--fail-fast",),
+        kind=BOOL,
+        commands=COMPARE,
+        default=False,
+        help="stop comparing after the first iteration with an output out of tolerance (default: off)",
+    ),  # fmt: skip
+    Option(
+        "error_quantile",
+        toml="compare.error_quantile",
+        flags=("--error-quantile",),
+        kind=PER_OUTPUT_FLOAT,
+        commands=COMPARE,
+        default=0.99,
+        help="the quantile of check_error_stat quantile, in [0, 1] (default 0.99, per output as [OUT:]Q)",
+        argparse={**_PER_OUTPUT_ARGS, "metavar": "[OUT:]Q"},
     ),  # fmt: skip
     *(Option(name, toml=f"compare.{name}", flags=(flag,), input=name, kind=kind, commands=COMPARE, default=default,
              help=help, argparse=_funcs.COMPARE_FUNC_ARGPARSE[name])
@@ -397,9 +332,26 @@ OPTIONS: tuple[Option, ...] = (
         help="also write the Markdown report to this file",
     ),  # fmt: skip
     Option(
+        "quiet",
+        flags=("-q", "--quiet"),
+        kind=FLAG,
+        commands=REPORTING,
+        argparse={"action": "count", "default": 0},
+        help="only the table, one line per output, and the verdict (no per-output details on failure)",
+    ),  # fmt: skip
+    Option(
+        "log_file",
+        flags=("--log-file",),
+        kind=PATH,
+        commands=(CHECK, RECORD, RUN, MERGE),
+        argparse={"metavar": "PATH"},
+        help="also write the log (warnings; debug lines with -v) to this file",
+    ),  # fmt: skip
+    Option(
         "verbose",
         flags=("-v", "--verbose"),
         kind=FLAG,
+        argparse={"action": "count", "default": 0},
         commands=(CHECK, RECORD, RUN, MERGE),
         help="print tracebacks and debug logs",
     ),  # fmt: skip
@@ -423,8 +375,9 @@ OPTIONS: tuple[Option, ...] = (
         flags=("--layout",),
         kind=CHOICE,
         commands=(RECORD,),
-        choices=("onnx-zoo", "npz"),
-        help="golden layout (default: the inputs' layout)",
+        choices=("onnx-zoo", "npz", "polygraphy-json"),
+        help="golden layout (default: the inputs' layout; Polygraphy JSON inputs give a folder of per-iteration "
+        "Polygraphy JSON RunResults, as polygraphy run --save-outputs DIR)",
     ),  # fmt: skip
     _trt(
         "flavour",
@@ -443,11 +396,27 @@ OPTIONS: tuple[Option, ...] = (
         "input_shapes",
         kind=SHAPES,
         argparse={"nargs": "+", "metavar": "NAME:[D,...]"},
-        help="one fixed profile, e.g. x:[1,3,48,192]",
+        flags_for={RUN: ("--inputs",)},
+        help="one fixed profile, e.g. x:[1,3,48,192] (run: also the synthetic inputs' shapes)",
     ),  # fmt: skip
     _trt("profiles", flag=False, kind=PROFILES),  # --trt-min/opt/max-shapes, below
-    _trt("workspace", kind=SIZE, argparse={"metavar": "SIZE"}, help="workspace memory-pool limit, e.g. 1G"),
-    _trt("builder_optimization_level", flag=False, kind=INT),
+    Option(
+        "trt.workspace",
+        toml="trt.workspace",
+        flags=("--pool-limit", "--memory-pool-limit", "--workspace"),
+        kind=SIZE,
+        commands=COMPARE,
+        group=TRT_GROUP,
+        dest="workspace",
+        argparse={"nargs": "+", "metavar": "[workspace:]SIZE"},
+        help="workspace memory-pool limit, e.g. 1G, or polygraphy's workspace:1G (K, M, G suffixes)",
+    ),  # fmt: skip
+    _trt(
+        "builder_optimization_level",
+        kind=INT,
+        argparse={"type": int, "metavar": "N"},
+        help="TensorRT builder optimization level, 0..5 (default: TensorRT's, 3)",
+    ),  # fmt: skip
     _trt(
         "cache_dir",
         flag="--engine-cache",
@@ -468,6 +437,7 @@ OPTIONS: tuple[Option, ...] = (
     _trt(
         "allocation_strategy", kind=CHOICE, choices=("static", "profile", "runtime"), help="device memory strategy"
     ),  # fmt: skip
+    *POLYGRAPHY_ONLY,
 )
 BY_NAME = {option.name: option for option in OPTIONS}
 PROFILE_FLAGS = {which: f"--trt-{which}-shapes" for which in ("min", "opt", "max")}
@@ -491,4 +461,4 @@ DEFAULTS = {option.input: option.action_default for option in OPTIONS if option.
 inputs default to gate.toml's setting)."""
 SETTINGS = tuple(option.name for option in OPTIONS if option.toml)
 """The options gate.toml holds: ``load_config``'s override keys (``trt.<key>`` for [trt])."""
-UNFAILING = (PATH, STR, LIST, BOOL, CHOICE, INT, SIZE)
+UNFAILING = (PATH, STR, LIST, BOOL, CHOICE, INT)

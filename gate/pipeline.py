@@ -39,6 +39,19 @@ class RunOptions:
     val_range: tuple | None = None  # the --val-range entries as given
     input_shapes: tuple | None = None  # the --input-shapes entries as given
     mark_all: bool = False
+    save_inputs: Path | None = None
+    # --onnx-outputs / --trt-outputs: "*" (mark all), a tuple of names or patterns, or None (the model's
+    # outputs); and the patterns --onnx-exclude-outputs / --trt-exclude-outputs leave out of "*"
+    onnx_outputs: object = None
+    onnx_exclude_outputs: tuple = ()
+    trt_outputs: object = None
+    trt_exclude_outputs: tuple = ()
+
+    @property
+    def layered(self) -> bool:
+        """Tensors besides the model's outputs are compared (diagnostics beside the verdict)."""
+        return self.mark_all or self.onnx_outputs is not None or self.trt_outputs is not None
+    save_outputs: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +209,8 @@ def _run(request: Request):
         seed=seed,
         val_range=val_range,
         input_shapes=input_shapes,
+        save_inputs=options.save_inputs,
+        save_outputs=options.save_outputs,
     )
     return config, result
 
@@ -242,8 +257,8 @@ def write_reports(outcome: Outcome, kinds=report_files.KINDS, commit=None, key=N
 
 
 def layer_report(outcome: Outcome) -> str:
-    """``run --mark-all``: every intermediate tensor of the first and last runner compared on the
-    first input, as text (diagnostics only)."""
+    """``run --mark-all`` / ``--onnx-outputs`` / ``--trt-outputs``: the marked tensors of the first and
+    last runner compared on the first input, as text (diagnostics only)."""
     from gate.data import open_tensor_set
     from gate.data.onnx_model import model_io_names
     from gate.layerwise import compare_layers, render_layers
@@ -254,7 +269,9 @@ def layer_report(outcome: Outcome) -> str:
         feed = open_tensor_set(Path(options.load_inputs).resolve(), "input", model_io_names(config.model)[0])[0]
     else:
         feed = synthetic_loader(config.model, 1, *synthetic_settings(options))[0]
-    return render_layers(*compare_layers(config, feed))
+    marked = {"onnxrt": (options.onnx_outputs, options.onnx_exclude_outputs),
+              "trt": (options.trt_outputs, options.trt_exclude_outputs)}  # fmt: skip
+    return render_layers(*compare_layers(config, feed, marked))
 
 
 __all__ = ["Outcome", "Request", "RunOptions", "execute", "failed", "layer_report", "write_reports"]

@@ -81,6 +81,9 @@ class OutputVerdict:
     # iteration lacks the output or has no statistic), for charts; not part of row equality.
     values: list | None = field(default=None, compare=False, repr=False)
     baseline_values: list | None = field(default=None, compare=False, repr=False)
+    # The worst iteration's error statistics when it failed (gate.comparator.details.error_details),
+    # for the terminal; not part of row equality nor of any file.
+    details: dict | None = field(default=None, compare=False, repr=False)
     # Seconds spent comparing this output over every iteration (None: not measured, e.g. read from
     # a file that does not record it); the JUnit testcase's time. Not part of row equality.
     time_s: float | None = field(default=None, compare=False, repr=False)
@@ -237,6 +240,7 @@ class GateResult:
     scope: str = ""  # e.g. "shard 2/3 (3 of 8 iterations)" or "merged from 3 shards"; empty for a plain run
     baseline: str | None = None  # what the rows were compared with (gate.baseline), if anything
     fail_on: str = "threshold"  # or "regression" (gate.baseline)
+    inputs: str = ""  # accuracy-gate run: the inputs fed, e.g. "synthetic inputs, --seed 1: x float32 [1,3,48,192]"
     # What was compared, for a partial result file (gate.compared_run.ComparedRun); not part of equality.
     run: object | None = field(default=None, compare=False, repr=False)
     # The gate.toml the run was configured by (as given), for the JUnit file's ``file`` attribute.

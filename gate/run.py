@@ -54,10 +54,32 @@ def check_options(options, model_inputs) -> None:
     if options.load_inputs and (options.seed is not None or options.val_range or options.iterations is not None):
         given = "--seed" if options.seed is not None else "--val-range" if options.val_range else "--iterations"
         raise GateError(f"{given} shapes synthetic inputs; it cannot be used with --load-inputs.")
+    read = [Path(p).resolve() for p in (options.model, options.load_inputs, options.load_outputs) if p]
+    for flag, path in (("--save-inputs", options.save_inputs), ("--save-outputs", options.save_outputs)):
+        target = Path(path).resolve() if path else None
+        if target is not None and any(p.is_relative_to(target) or target.is_relative_to(p) for p in read):
+            raise GateError(f"{flag} {path}: would write over the model or the data this run reads; name another path.")
     if options.iterations is not None and options.iterations < 1:
         raise GateError(f"--iterations must be at least 1, got {options.iterations}.")
-    if options.mark_all and len(options.runners) < 2:
-        raise GateError("--mark-all compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
+    for flag, given in (("--mark-all", options.mark_all), ("--onnx-outputs", options.onnx_outputs),
+                        ("--trt-outputs", options.trt_outputs)):  # fmt: skip
+        if given and len(options.runners) < 2:
+            raise GateError(f"{flag} compares two runners tensor by tensor; give two, e.g. --trt --onnxrt.")
+    excludes = (("--onnx-exclude-outputs", options.onnx_exclude_outputs, options.onnx_outputs),
+                ("--trt-exclude-outputs", options.trt_exclude_outputs, options.trt_outputs))  # fmt: skip
+    for flag, excluded, marked in excludes:
+        if excluded and marked != "*":
+            raise GateError(f"{flag} leaves tensors out of 'mark all'; give {flag.replace('exclude-', '')} mark all.")
+    if isinstance(options.onnx_outputs, tuple):  # a name that marks nothing fails before any work
+        import fnmatch
+
+        from gate.backend.trt.layerwise import onnx_tensor_names
+
+        known = [*model_inputs, *model_io_names(Path(options.model).resolve())[1],
+                 *onnx_tensor_names(Path(options.model).resolve())]  # fmt: skip
+        for pattern in options.onnx_outputs:
+            if not any(fnmatch.fnmatchcase(name, pattern) for name in known):
+                raise GateError(f"--onnx-outputs: '{pattern}' matches no tensor of {Path(options.model).name}.")
     for flag, names in (("--val-range", options.val_range or []), ("--input-shapes", options.input_shapes or [])):
         seen = set()
         for entry in names:
@@ -67,6 +89,33 @@ def check_options(options, model_inputs) -> None:
             seen.add(name)
             if name and name not in model_inputs:
                 raise GateError(f"{flag}: the model has no input '{name}'; its inputs are {model_inputs}.")
+
+
+def _marked(values, flag: str):
+    if not values:
+        return None
+    if [v.lower() for v in values] == ["mark", "all"] or list(values) == ["*"]:
+        return "*"
+    if "mark" in values and "all" in values:
+        raise GateError(f"{flag}: 'mark all' marks every tensor; it cannot be combined with names ({values}).")
+    return tuple(values)
+
+
+def marked_outputs(args) -> dict:
+    """``RunOptions``' marked-tensor fields from ``run``'s flags, as Polygraphy reads them:
+    ``--onnx-outputs mark all`` (or ``'*'``) marks every tensor, names or fnmatch patterns mark those;
+    ``--mark-all`` is ``--onnx-outputs mark all --trt-outputs mark all``.
+
+    Raises:
+        GateError: ``mark all`` mixed with names, naming the flag.
+    """
+    everything = "*" if args.mark_all else None
+    return {
+        "onnx_outputs": everything or _marked(args.onnx_outputs, "--onnx-outputs"),
+        "onnx_exclude_outputs": tuple(args.onnx_exclude_outputs or ()),
+        "trt_outputs": everything or _marked(args.trt_outputs, "--trt-outputs"),
+        "trt_exclude_outputs": tuple(args.trt_exclude_outputs or ()),
+    }
 
 
 def parse_val_range(values) -> dict | None:
@@ -96,6 +145,10 @@ def synthetic_settings(options) -> tuple[int, dict | None, dict | None]:
     seed = 1 if options.seed is None else options.seed
     shapes = parse_shape_args(options.input_shapes) if options.input_shapes else None
     return seed, parse_val_range(options.val_range), shapes
+
+
+_PER_OUTPUT_FLAGS = {"atol": "--atol", "rtol": "--rtol", "check_error_stat": "--check-error-stat",
+                     "error_quantile": "--error-quantile"}  # fmt: skip
 
 
 def run_config(options, overrides) -> GateConfig:
@@ -137,9 +190,13 @@ def run_config(options, overrides) -> GateConfig:
         infinities_compare_equal=overrides.get("infinities_compare_equal") is not False,
         nan_compare_equal=bool(overrides.get("nan_compare_equal")),
         validate=bool(overrides.get("validate")),
+        fail_fast=bool(overrides.get("fail_fast")),
+        error_quantile=given("error_quantile", 0.99),
         junit=Path(overrides.get("junit") or "accuracy-gate-junit.xml"),
         title=overrides.get("title") or "",
         trt=trt,
+        named_by={key: dict.fromkeys(overrides[key], flag) for key, flag in _PER_OUTPUT_FLAGS.items()
+                  if isinstance(overrides.get(key), dict)},  # fmt: skip
     )
 
 
@@ -152,23 +209,26 @@ def run(
     seed: int = 1,
     val_range=None,
     input_shapes=None,
+    save_inputs: Path | None = None,
+    save_outputs: Path | None = None,
 ) -> GateResult:
     """Runs ``cfg.runners`` on the loaded or synthesized inputs and compares them with the loaded
-    golden outputs, or with the last runner's outputs. ``cfg.inputs``/``cfg.golden`` are ignored.
+    golden outputs, or with the last runner's outputs; one runner and no golden outputs: it runs and
+    reports what it ran (``gate.run_outputs.inference_result``), as ``polygraphy run --onnxrt``.
+    ``cfg.inputs``/``cfg.golden`` are ignored. ``save_inputs``/``save_outputs``: Polygraphy JSON, as
+    ``polygraphy run --save-inputs/--save-outputs`` writes it (a path with an extension is one file,
+    any other a folder of per-iteration files); the outputs are the live runners' (not loaded ones).
 
     Synthetic inputs and the reference runner's outputs live in a temporary folder; messages name them
     ``synthetic inputs, --seed N`` and ``the reference runner's outputs`` (``gate.job.Labelled``)
     instead of that folder's files.
 
     Raises:
-        GateError: fewer than two things to compare; anything ``check`` raises.
+        GateError: anything ``check`` raises; a save path that cannot be written.
     """
+    from gate.run_outputs import OutputsWriter, inference_result, save_feed_dicts, tensor_summary
+
     runners = list(cfg.runners)
-    if load_outputs is None and len(runners) < 2:
-        raise GateError(
-            "accuracy-gate run: nothing to compare against; give --load-outputs GOLDEN or a second runner "
-            "(e.g. --trt --onnxrt)."
-        )
     input_names, output_names = model_io_names(cfg.model)
     for kind in dict.fromkeys(runners):  # fail fast (e.g. TensorRT without a GPU) before any work
         make_runner(kind, cfg)
@@ -189,16 +249,31 @@ def run(
             labels["output"] = "the reference runner's outputs"
         if load_inputs is not None:
             inputs = Path(load_inputs).resolve()
+            used = f"{inputs}: "
         else:
             inputs = synthesize_inputs(cfg.model, scratch / "inputs", count, seed, val_range, input_shapes)
-            labels["input"] = f"synthetic inputs, --seed {seed}"
+            labels["input"] = used = f"synthetic inputs, --seed {seed}"
+            used += ": "
+        first = open_tensor_set(inputs, "input", input_names)
+        used += tensor_summary(first[0]) if len(first) else "(none)"
+        if save_inputs is not None:
+            save_feed_dicts(open_tensor_set(inputs, "input", input_names), save_inputs)
         cfg = replace(cfg, inputs=inputs, golden=golden)
+        writer = OutputsWriter(save_outputs, exclude=cfg.reference_name if load_outputs is not None else None)
         if load_outputs is None:
             reference = runners.pop()
             # The reference's outputs are compared at once (a NaN there fails its row, or validation).
             record(replace(cfg, reference_runner=reference), layout="npz", warn_nan=False, labels=labels)
+            if not runners:  # one runner, nothing to compare with: it ran; report that
+                with writer:
+                    result = inference_result(cfg, reference, open_tensor_set(golden, "output", output_names), writer)
+                result.inputs = used
+                return result
             cfg = replace(cfg, runners=runners, reference_name=f"{reference} (reference)")
-        return check(cfg, labels=labels)
+        with writer:
+            result = check(cfg, labels=labels, sink=writer.append if save_outputs is not None else None)
+        result.inputs = used
+        return result
 
 
 __all__ = ["run", "synthesize_inputs", "synthetic_loader"]

@@ -93,14 +93,14 @@ def duplicate_index(tmp):
 
 
 def golden_extra_output(tmp):
-    golden = dict(np.load(tmp / "golden" / "000000.npz"))
-    np.savez(tmp / "golden" / "000000.npz", **golden, logits=np.zeros(3, np.float32))
+    golden = dict(np.load(tmp / "golden" / "0.npz"))
+    np.savez(tmp / "golden" / "0.npz", **golden, logits=np.zeros(3, np.float32))
 
 
 def golden_wrong_shape(tmp):
-    golden = dict(np.load(tmp / "golden" / "000001.npz"))
+    golden = dict(np.load(tmp / "golden" / "1.npz"))
     golden["y"] = golden["y"][:, :32]
-    np.savez(tmp / "golden" / "000001.npz", **golden)
+    np.savez(tmp / "golden" / "1.npz", **golden)
 
 
 def stored_input_unknown_name(tmp):
@@ -216,7 +216,7 @@ CATALOGUE = {
     ),
     "config: per-output tolerance for an output the model lacks": (
         with_case(lambda tmp: ["--atol", "outptu:1"]),
-        ["gate.toml", "atol names output 'outptu', which m.onnx does not have; its outputs are ['y', 's']"],
+        ["--atol outptu:1.0: m.onnx has no output 'outptu'; its outputs are ['y', 's']"],
     ),
     # flags: named instead of gate.toml
     "flag: negative tolerance": (
@@ -306,17 +306,17 @@ CATALOGUE = {
         ["test_data_set_1/output_0.pb", "not a valid ONNX TensorProto"],
     ),
     "data: truncated .npz": (
-        with_case(lambda tmp: truncate(tmp / "golden" / "000002.npz")),
-        ["golden/000002.npz", "not a readable .npz file"],
+        with_case(lambda tmp: truncate(tmp / "golden" / "2.npz")),
+        ["golden/2.npz", "not a readable .npz file"],
     ),
     "data: corrupt Polygraphy JSON": (corrupt_json, ["golden.json", "not a JSON file"]),
     "data: golden shape disagrees with the model": (
         with_case(golden_wrong_shape),
-        ["'y'", "(1, 64)", "(1, 32)", "at iteration 1", "golden/000001.npz"],
+        ["'y'", "(1, 64)", "(1, 32)", "at iteration 1", "golden/1.npz"],
     ),
     "data: golden output the model does not have": (
         with_case(golden_extra_output),
-        ["'logits'", "is missing from 'onnxrt'", "golden/000000.npz"],
+        ["'logits'", "is missing from 'onnxrt'", "golden/0.npz"],
     ),
     "data: missing iteration in the middle": (
         with_case(lambda tmp: (tmp / "inputs" / "1.npz").unlink()),
@@ -328,7 +328,7 @@ CATALOGUE = {
         ["inputs/1.npz", "resolves outside"],
     ),
     "data: golden missing one iteration": (
-        with_case(lambda tmp: (tmp / "golden" / "000002.npz").unlink()),
+        with_case(lambda tmp: (tmp / "golden" / "2.npz").unlink()),
         ["golden", "2 golden iterations for 3 stored inputs"],
     ),
 }

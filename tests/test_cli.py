@@ -111,11 +111,11 @@ def test_npz_layout_record_and_check(tmp_path):
         np.savez(tmp_path / "inputs" / f"{i:03d}.npz", x=rng.standard_normal((2, 64)).astype(np.float32))
     cfg = write_gate_toml(tmp_path, f'model = "{model.name}"\ninputs = "inputs"\ngolden = "golden"\n')
     assert run_cli("record", cfg).returncode == 0
-    assert sorted(p.name for p in (tmp_path / "golden").iterdir()) == ["000000.npz", "000001.npz", "000002.npz"]
+    assert sorted(p.name for p in (tmp_path / "golden").iterdir()) == ["000.npz", "001.npz", "002.npz"]
     proc = run_cli("check", cfg, "--check-error-stat", "max", "s:mean", "--atol", "1e-6", "--junit", tmp_path / "j")
     assert proc.returncode == 0, proc.stderr
     assert "y       max" in proc.stdout and "s       mean" in proc.stdout
-    np.savez(tmp_path / "golden" / "000001.npz", y=np.zeros((2, 64), np.float32), s=np.zeros(2, np.float32))
+    np.savez(tmp_path / "golden" / "001.npz", y=np.zeros((2, 64), np.float32), s=np.zeros(2, np.float32))
     proc = run_cli("check", cfg, "--junit", tmp_path / "j")
     assert proc.returncode == 1 and "2 of 2 outputs out of tolerance" in proc.stdout
 
@@ -139,7 +139,7 @@ def test_golden_count_mismatch_names_both_counts(tmp_path):
         np.savez(tmp_path / "inputs" / f"{i}.npz", x=np.ones((1, 64), np.float32))
     cfg = write_gate_toml(tmp_path, f'model = "{model.name}"\ninputs = "inputs"\ngolden = "golden"\n')
     assert run_cli("record", cfg).returncode == 0
-    (tmp_path / "golden" / "000002.npz").unlink()
+    (tmp_path / "golden" / "2.npz").unlink()
     proc = run_cli("check", cfg)
     assert proc.returncode == 2
     assert "2 golden iterations for 3 stored inputs" in one_line_error(proc)
@@ -153,9 +153,9 @@ def test_golden_dtype_that_disagrees_with_the_model_cannot_evaluate(tmp_path):
     np.savez(tmp_path / "inputs" / "0.npz", x=np.ones((1, 64), np.float32))
     cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
     assert run_cli("record", cfg).returncode == 0
-    golden = dict(np.load(tmp_path / "golden" / "000000.npz"))
+    golden = dict(np.load(tmp_path / "golden" / "0.npz"))
     golden["y"] = golden["y"].astype(np.float64) + 1.0  # wrong dtype and wrong values
-    np.savez(tmp_path / "golden" / "000000.npz", **golden)
+    np.savez(tmp_path / "golden" / "0.npz", **golden)
     junit = tmp_path / "j.xml"
     proc = run_cli("check", cfg, "--junit", junit)
     assert proc.returncode == 2
@@ -232,7 +232,7 @@ def test_per_output_tolerance_for_an_output_the_model_lacks(tmp_path):
     )
     proc = run_cli("check", cfg, "--atol", "1e-3", "outptu:0.5")
     assert proc.returncode == 2
-    assert "atol names output 'outptu', which m.onnx does not have; its outputs are ['y', 's']" in one_line_error(proc)
+    assert "--atol outptu:0.5: m.onnx has no output 'outptu'; its outputs are ['y', 's']" in one_line_error(proc)
 
 
 def test_record_never_touches_inputs_and_is_atomic(tmp_path):
@@ -356,10 +356,10 @@ def test_validate_stops_at_a_nan_output_naming_it(tmp_path):
 
 
 def test_progress_lines_for_long_jobs(example, monkeypatch, capsys):
-    from gate import job
+    from gate import job, stream_progress
     from gate.config import load_config
 
-    monkeypatch.setattr(job, "PROGRESS_INTERVAL_S", 0.0)  # a line after every iteration
+    monkeypatch.setattr(stream_progress, "PROGRESS_INTERVAL_S", 0.0)  # a line after every iteration
     result = job.check(load_config(example / "gate.toml"))
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("progress: ")]
     assert result.status == "passed" and len(lines) == 8

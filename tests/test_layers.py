@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (
     ("shared", ("gate", "gate.errors", "gate.paths", "gate.common", "gate.strict_json", "gate.per_output",
-                "gate.options", "gate.limits", "gate.compare_options")),
+                "gate.options", "gate.limits", "gate.compare_options", "gate.option_model",
+                "gate.options_run")),
     ("data", ("gate.data",)),
     ("backend", ("gate.backend",)),
     ("comparator", ("gate.comparator",)),
@@ -20,8 +21,8 @@ LAYERS = (
                  "gate.results_file", "gate.merge", "gate.baseline", "gate.compare_funcs", "gate.partial_funcs",
                  "gate.task_metrics")),
     ("reporters", ("gate.report", "gate.github")),
-    ("glue", ("gate.config", "gate.option_readers", "gate.ahead", "gate.job", "gate.parallel", "gate.preview",
-              "gate.run", "gate.layerwise", "gate.report_files", "gate.pipeline")),
+    ("glue", ("gate.config", "gate.option_readers", "gate.ahead", "gate.stream_progress", "gate.job", "gate.parallel",
+              "gate.preview", "gate.run", "gate.run_outputs", "gate.layerwise", "gate.report_files", "gate.pipeline")),
     ("front ends", ("gate.cli", "gate.action", "gate.__main__")),
 )  # fmt: skip
 

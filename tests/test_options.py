@@ -46,6 +46,7 @@ def test_each_command_takes_exactly_the_flags_of_its_options(command):
     flags = {flag for action in _subparser(command)._actions for flag in action.option_strings} - {"-h", "--help"}
     flags |= {action.dest for action in _subparser(command)._actions if not action.option_strings}
     expected = {flag for option in options.OPTIONS if command in option.commands for flag in option.flags}
+    expected |= {flag for option in options.OPTIONS for flag in option.flags_for.get(command, ())}
     if command in ("check", "run"):
         expected |= set(options.PROFILE_FLAGS.values())
     negated = [option for option in options.OPTIONS if option.kind == options.BOOL and not option.group]

@@ -196,7 +196,11 @@ def test_merged_shards_equal_the_unsharded_run(gate_dir, tmp_path, capsys, name)
 
     # The text table and the JUnit file say the same.
     def table(text):
-        return text.partition("accuracy-gate: ")[2].partition("JUnit:")[0]
+        # The error statistics and histogram of a failed output (gate.report.details) come from the arrays
+        # of its worst iteration, which partial files do not keep: the merge prints the rest.
+        text = text.partition("accuracy-gate: ")[2].partition("JUnit:")[0]
+        stats = ("    abs error", "    rel error", "      [")
+        return "\n".join(line for line in text.splitlines() if not line.startswith(stats))
 
     assert table(text_merged).replace("\nmerged from 3 shards", "") == table(text_full)
     assert junit_cases(out / "merged.xml") == junit_cases(out / "full.xml")

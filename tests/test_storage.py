@@ -143,7 +143,7 @@ def test_big_endian_golden_outputs_are_the_models_dtype(tmp_path):
     assert result.status == "passed", result.message
     assert [row.dtypes for row in result.rows] == [("float32", ">f4"), ("float32", ">f4")]
     assert all(row.abs_value == 0.0 for row in result.rows)
-    np.savez(tmp_path / "golden" / "000000.npz", **{name: a.astype(np.float64) for name, a in arrays.items()})
+    np.savez(tmp_path / "golden" / "0.npz", **{name: a.astype(np.float64) for name, a in arrays.items()})
     result = check(cfg)
     assert result.status == "error"
     assert "is float64 in the golden outputs but onnxrt produces float32" in result.message

@@ -314,12 +314,14 @@ class Comparator:
                     for out, arr in all_leaves(it):
                         if arr.size == 0 or not np.issubdtype(arr.dtype, np.inexact):
                             continue
-                        if (check_nan and np.isnan(arr).any()) or (check_inf and not np.isfinite(arr).all()):
-                            yield name, index, out
+                        if check_nan and np.isnan(arr).any():
+                            yield name, index, out, "NaN"
+                        elif check_inf and np.isinf(arr).any():
+                            yield name, index, out, "Inf"
 
         if isinstance(run_results, RunResults):
             valid = True
-            for name, index, out in invalid_outputs(run_results):
+            for name, index, out, _ in invalid_outputs(run_results):
                 log.error("Invalid output: runner '%s', iteration %d, output '%s'", name, index, out)
                 valid = False
                 if fail_fast:
@@ -331,8 +333,7 @@ class Comparator:
         def stream():
             try:
                 for index, run in enumerate(run_results):
-                    for name, _, out in invalid_outputs(run):
-                        kind = "NaN or Inf" if check_inf else "NaN"
+                    for name, _, out, kind in invalid_outputs(run):
                         err = GateError(
                             f"Output validation failed: iteration {index} contains invalid values (NaNs/Infs): "
                             f"runner '{name}', output '{out}' contains {kind}."

@@ -140,3 +140,19 @@ class PolygraphyJsonSet:
 def open_polygraphy_json(path, kind: str, names: Sequence[str] = (), runner: str | None = None) -> PolygraphyJsonSet:
     """Opens Polygraphy JSON inputs or golden outputs; see ``PolygraphyJsonSet``."""
     return PolygraphyJsonSet(os.fspath(path), kind, names, runner)
+def write_json_iteration(directory, kind: str, index: int, tensors, runner: str = "onnxrt") -> Path:
+    """Writes iteration ``index`` as ``<directory>/<index:010d>.json``, as ``polygraphy run
+    --save-outputs DIR`` (a single-iteration RunResults of ``runner``, for ``kind="output"``) or
+    ``--save-inputs DIR`` (a feed_dict) does; returns the file."""
+    from gate.comparator.serde import save_json
+    from gate.comparator.struct import IterationResult
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{index:010d}.json"  # gate.comparator.writer.iteration_file_name
+    tensors = OrderedDict(tensors)
+    obj = RunResults([(runner, [IterationResult(tensors, runner_name=runner)])]) if kind == "output" else tensors
+    save_json(obj, path)
+    return path
+
+

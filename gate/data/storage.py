@@ -220,7 +220,13 @@ def open_tensor_set(
 
 
 def write_iteration(
-    directory, layout: str, kind: str, index: int, tensors: OrderedDict, types: Mapping | None = None
+    directory,
+    layout: str,
+    kind: str,
+    index: int,
+    tensors: OrderedDict,
+    types: Mapping | None = None,
+    file_name: str | None = None,
 ) -> list[Path]:
     """Writes one iteration's values (tensors, or ``gate.structured`` values) in ``layout`` and returns
     the files written.
@@ -229,6 +235,9 @@ def write_iteration(
     ``types[name]`` (an ``onnx.TypeProto``; else the value's own kind) declares, named after the
     value. npz: ``<dir>/<index:06d>.npz`` (uncompressed; compressed files are read too), with the
     flattened key scheme of ``gate.data.onnx_values`` for non-tensor values and strings.
+    ``file_name`` replaces the folder's or file's default name (``record`` keeps the stored inputs'
+    names, ``0.npz`` stays ``0.npz``). Polygraphy's JSON: ``<dir>/<index:010d>.json``
+    (``gate.data.polygraphy_json.write_json_iteration``).
 
     Raises:
         GateError: a value the layout cannot store (npz: objects other than strings; a value that is
@@ -236,8 +245,12 @@ def write_iteration(
     """
     directory = Path(directory)
     types = types or {}
+    if layout == POLYGRAPHY_JSON:
+        from gate.data.polygraphy_json import write_json_iteration
+
+        return [write_json_iteration(directory, kind, index, tensors)]
     if layout == MODEL_ZOO:
-        folder = directory / f"test_data_set_{index}"
+        folder = directory / (file_name or f"test_data_set_{index}")
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for position, (name, value) in enumerate(tensors.items()):
@@ -255,9 +268,9 @@ def write_iteration(
                 )
         members = to_npz_members(tensors)
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{index:06d}.npz"
+        path = directory / (file_name or f"{index:06d}.npz")
         # Uncompressed: model outputs are mostly float mantissas, which zlib shrinks by ~6% (ppocr_v4_rec),
         # while decompressing them costs about a quarter of the inference time on reading.
         np.savez(path, allow_pickle=False, **members)
         return [path]
-    raise GateError(f"Unknown layout '{layout}'; expected one of {', '.join(LAYOUTS)}.")
+    raise GateError(f"Unknown layout '{layout}'; expected one of {', '.join((*LAYOUTS, POLYGRAPHY_JSON))}.")

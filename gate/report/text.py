@@ -97,8 +97,10 @@ def scope_line(result: GateResult) -> str:
     return "; ".join(parts)
 
 
-def render_text(result: GateResult) -> str:
-    """An aligned table, one row per output, and the final verdict line."""
+def render_text(result: GateResult, details: bool = False) -> str:
+    """An aligned table, one row per output, and the final verdict line; with ``details`` (the CLI:
+    on failure, and with -v; never with -q) each compared output's statistics below the table
+    (``gate.report.details``)."""
     headers = headers_of(result)
     table = [headers, *rows_of(result)]
     widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
@@ -109,7 +111,13 @@ def render_text(result: GateResult) -> str:
         f", {', '.join(pairs)}" if pairs else ""
     )
     scope = scope_line(result)
-    header_lines = [header] + ([scope] if scope else [])
+    header_lines = [header] + ([scope] if scope else []) + ([f"inputs: {result.inputs}"] if result.inputs else [])
+    if not result.rows and result.status == "passed":  # accuracy-gate run with one runner: nothing compared
+        lines = []
+    if details:
+        from gate.report.details import render_details
+
+        lines += render_details(result)
     return "\n".join(
         [*header_lines, *lines, *runtime_lines(result), "", f"{VERDICTS[result.status]}: {result.message}"]
     )

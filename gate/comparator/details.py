@@ -1,0 +1,98 @@
+"""Error statistics of a failed comparison, as ``polygraphy run`` prints them per output: mean,
+median, max and standard deviation of the absolute and relative error, and a histogram of the
+absolute error (Polygraphy 0.53.6 ``comparator/util.py``: ``str_histogram`` with 10 equal bins from
+the smallest to the largest value).
+
+``DetailsOnFailure`` wraps a compare function: for each output that fails an iteration it computes
+these statistics from the two arrays (``kernels.reference_diffs``: the comparator's own absdiff and
+reldiff), so a passing run costs nothing extra."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from gate.comparator.kernels import reference_diffs
+
+BINS = 10
+
+
+def _stats(values: np.ndarray) -> dict:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return {"mean": float("nan"), "median": float("nan"), "max": float(np.max(values)), "std": float("nan")}
+    return {
+        "mean": float(np.mean(finite)),
+        "median": float(np.median(finite)),
+        "max": float(np.max(values)),
+        "std": float(np.std(finite)),
+        "non_finite": int(values.size - finite.size),
+    }
+
+
+def histogram(values: np.ndarray, bins: int = BINS) -> list[tuple[float, float, int]]:
+    """``(low, high, count)`` per bin over the finite values, ``bins`` equal bins from min to max."""
+    finite = values[np.isfinite(values)].astype(np.float64, copy=False)
+    if finite.size == 0:
+        return []
+    low, high = float(finite.min()), float(finite.max())
+    counts, edges = np.histogram(finite, bins=bins, range=(low, high if high > low else low + 1))
+    return [(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(len(counts))]
+
+
+def error_details(a, b, infinities_compare_equal=True, nans_compare_equal=False) -> dict | None:
+    """``{"abs": stats, "rel": stats, "histogram": [(low, high, count), ...], "elements": n}`` of
+    output ``a`` against reference ``b`` (same shape), or None where they cannot be compared
+    element by element (shapes differ, strings).
+
+    stats: ``mean``, ``median``, ``max``, ``std`` (over the finite errors; ``max`` over all) and
+    ``non_finite`` (how many errors are NaN or Inf)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype.kind in "OSU" or b.dtype.kind in "OSU" or a.size == 0:
+        return None
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        absdiff, reldiff, _ = reference_diffs(a, b, infinities_compare_equal, nans_compare_equal)
+        absdiff = np.asarray(absdiff, dtype=np.float64).ravel()
+        reldiff = np.asarray(reldiff, dtype=np.float64).ravel()
+        return {"abs": _stats(absdiff), "rel": _stats(reldiff), "histogram": histogram(absdiff), "elements": a.size}
+
+
+class DetailsOnFailure:
+    """A compare function (``func``) that also keeps :func:`error_details` of each output that
+    fails an iteration: ``details[(runner, reference, output, position)]``, ``position`` counting
+    the iterations compared for that pair from 0."""
+
+    def __init__(self, func, infinities_compare_equal=True, nans_compare_equal=False):
+        self.func = func
+        self.thresholds_for = func.thresholds_for
+        self.flags = (infinities_compare_equal, nans_compare_equal)
+        self.details: dict = {}
+        self.positions: dict = {}
+
+    def __call__(self, result0, result1):
+        results = self.func(result0, result1)
+        pair = (result0.runner_name, result1.runner_name)
+        position = self.positions[pair] = self.positions.get(pair, -1) + 1
+        for name, result in (results or OrderedDict()).items():
+            if bool(result) or getattr(result, "error", None) is not None:
+                continue
+            name0 = getattr(result, "output0_name", None) or name
+            name1 = getattr(result, "output1_name", None) or name
+            if name0 in result0 and name1 in result1:
+                found = error_details(result0[name0], result1[name1], *self.flags)
+                if found is not None:
+                    self.details[(*pair, name, position)] = found
+        return results
+
+    def attach(self, rows, indices) -> None:
+        """Sets ``row.details`` of each verdict row (``gate.results.OutputVerdict``) whose worst
+        iteration failed; ``indices[position]`` is an iteration's index in the golden set."""
+        for (runner, reference, output, position), found in self.details.items():
+            index = indices[position] if position < len(indices) else None
+            for row in rows:
+                if row.pair == (runner, reference) and row.output == output and row.worst_iteration == index:
+                    row.details = found
+
+
+__all__ = ["DetailsOnFailure", "error_details", "histogram"]

@@ -1,0 +1,63 @@
+"""Per-output details for the terminal (``accuracy-gate check|run`` on failure, and with -v), at
+least what ``polygraphy run`` prints for each compared output: the minimum tolerance that would
+pass, the worst element with both values, the mismatch count and share, and for a failed output
+the mean / median / max / std of the absolute and relative error with a compact histogram of the
+absolute error (``OutputVerdict.details``, from ``gate.comparator.details``)."""
+
+from __future__ import annotations
+
+from gate.results import GateResult, OutputVerdict, fmt
+
+BAR = 30  # the histogram's widest bar, in characters
+
+
+def _stats_line(label: str, stats: dict) -> str:
+    text = f"    {label}: mean {fmt(stats['mean'])}, median {fmt(stats['median'])}, max {fmt(stats['max'])}, "
+    text += f"std {fmt(stats['std'])}"
+    if stats.get("non_finite"):
+        text += f" ({stats['non_finite']} NaN or Inf left out)"
+    return text
+
+
+def _histogram(bins) -> list[str]:
+    top = max((count for _, _, count in bins), default=0) or 1
+    lines = ["    abs error histogram:"]
+    for low, high, count in bins:
+        lines.append(f"      [{fmt(low):>10}, {fmt(high):>10}] {count:>9} {'#' * round(BAR * count / top)}")
+    return lines
+
+
+def minimum_tolerance(row: OutputVerdict) -> str:
+    """The tolerance that would pass this row, as Polygraphy's "Minimum Required Tolerance"."""
+    stat = "elemwise" if row.stat == "elemwise" else f"{row.stat} error"
+    return (
+        f"    minimum tolerance to pass ({stat}): atol >= {fmt(row.abs_value)} or rtol >= {fmt(row.rel_value)} "
+        "(less may do with both set)"
+    )
+
+
+def render_row(row: OutputVerdict) -> list[str]:
+    """One output's block: its verdict line (the worst element with both values, where it failed),
+    then what is known of it."""
+    lines = [f"{row.output} ({row.pair[0]} vs {row.pair[1]}): {row.message()}"]
+    if row.error or row.abs_value is None:
+        return lines
+    lines.append(minimum_tolerance(row))
+    if row.mismatch_count is not None and row.num_elements:
+        share = 100.0 * row.mismatch_count / row.num_elements
+        lines.append(f"    out of tolerance: {row.mismatch_count} of {row.num_elements} elements ({share:.3g}%)")
+    if row.details:
+        lines += [_stats_line("abs error", row.details["abs"]), _stats_line("rel error", row.details["rel"])]
+        lines += _histogram(row.details["histogram"])
+    return lines
+
+
+def render_details(result: GateResult) -> list[str]:
+    """Lines below the table: one block per output (failed ones first)."""
+    lines = []
+    for row in sorted(result.rows, key=lambda row: row.passed):
+        lines += ["", *render_row(row)]
+    return lines
+
+
+__all__ = ["minimum_tolerance", "render_details", "render_row"]
