@@ -219,7 +219,8 @@ OPTIONS: tuple[Option, ...] = (
         help="the quantile of check_error_stat quantile, in [0, 1] (default 0.99, per output as [OUT:]Q)",
         argparse={**_PER_OUTPUT_ARGS, "metavar": "[OUT:]Q"},
     ),  # fmt: skip
-    *(Option(name, toml=f"compare.{name}", flags=(flag,), input=name, kind=kind, commands=COMPARE, default=default,
+    *(Option(name, toml=f"compare.{name}", flags=(flag, "--compare") if name == "compare_func" else (flag,),
+             input=name, kind=kind, commands=COMPARE, default=default,
              help=help, argparse=_funcs.COMPARE_FUNC_ARGPARSE[name])
       for name, flag, kind, default, metavar, help in _funcs.COMPARE_FUNC_OPTIONS),  # gate.compare_options
     Option(

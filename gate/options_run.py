@@ -145,7 +145,7 @@ _WHY = {
     "--postprocess": "outputs are compared as the model gives them; post-process them into the model, or save "
     "post-processed outputs with polygraphy and compare those with --load-outputs",
     "--postprocess-func-script": "accuracy-gate runs no user scripts",
-    "--compare-func-script": "accuracy-gate runs no user scripts; the comparison is --compare simple",
+    "--compare-func-script": "accuracy-gate runs no user scripts; choose a comparison with --compare-func",
     "--no-shape-check": "every output must have the golden shape exactly (D-table: no broadcasting)",
     "--save-engine": "engines are kept in the engine cache (--engine-cache); give a prebuilt one with --trt-engine",
     "--save-timing-cache": "the timing cache lives in the engine cache (--engine-cache)",
@@ -194,17 +194,6 @@ POLYGRAPHY_ONLY: tuple[Option, ...] = (
         argparse={"action": "store_true", "default": None},
         help="accepted for polygraphy run; runners run in this process (a runner that crashes ends the run, "
         "exit code not 0 or 1)",
-    ),  # fmt: skip
-    Option(
-        "run.compare",
-        flags=("--compare", "--compare-func"),
-        kind=IGNORED,
-        commands=(RUN,),
-        group=POLYGRAPHY_GROUP,
-        choices=("simple",),
-        argparse={"nargs": "+", "metavar": "FUNC"},
-        help="the comparison function: simple (absolute/relative tolerances, polygraphy run's default) is the "
-        "only one here",
     ),  # fmt: skip
     Option(
         "run.verbosity",

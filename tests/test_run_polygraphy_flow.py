@@ -207,7 +207,7 @@ def test_validate_checks_inf_as_polygraphy(tmp_path):
     "args, line",
     [
         (("--onnxrt", "--bogus"), "run: unrecognized arguments: --bogus (see 'accuracy-gate run --help')."),
-        (("--onnxrt", "--compare", "l2"), "--compare: 'l2' is not available; simple is"),
+        (("--onnxrt", "--compare", "l3"), "--compare-func: unknown compare function 'l3'"),
         (("--onnxrt", "--data-loader-script", "dl.py"), "--data-loader-script is not applicable: accuracy-gate runs"),
         (("--onnxrt", "--no-shape-check"), "--no-shape-check is not applicable: every output must have the golden"),
         (("--onnxrt", "--save-engine", "e.plan"), "--save-engine is not applicable: engines are kept in the engine"),
