@@ -272,6 +272,18 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("accuracy-gate: interrupted", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as err:  # a bug of ours: exit 2 ("could not evaluate"), never 1 ("regressed")
+        message = (
+            f"internal error: {type(err).__name__}: {err} (a bug in accuracy-gate: please report it with the "
+            "traceback that --verbose prints)"
+        )
+        if verbose:
+            traceback.print_exc()
+        try:  # the error report replaces a file an earlier passing run left, as for any other error
+            return _finish(failed(base, message, GateError(message)), False)
+        except Exception:
+            _error(message)
+            return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -14,12 +14,16 @@ from gate.comparator.struct import IterationResult, RunResults
 from gate.comparator.writer import IterationWriter
 from gate.errors import GateError
 from gate.results import PASSED, GateResult, plural
+from gate.structured import describe, is_structured
 
 
 def tensor_summary(feed_or_outputs) -> str:
     """``name dtype [d,...]`` per tensor, comma separated (Polygraphy's ``{x [dtype=..., shape=...]}``)."""
     parts = []
     for name, value in feed_or_outputs.items():
+        if is_structured(value):  # a sequence, map or optional (gate.structured)
+            parts.append(f"{name} {describe(value)}")
+            continue
         array = np.asarray(value)
         parts.append(f"{name} {array.dtype} [{','.join(str(d) for d in array.shape)}]")
     return ", ".join(parts)

@@ -42,6 +42,7 @@ from gate.comparator.struct import IterationResult, RunResults
 from gate.errors import GateError
 from gate.limits import JSON_DEPTH, parse_nested
 from gate.paths import read_regular
+from gate.structured import describe, is_structured
 
 TYPE_MARKER = "polygraphy_class"
 LEGACY_TYPE_MARKER = "polygraphy_serialized_json_type"
@@ -76,7 +77,12 @@ def _encode_array(array: np.ndarray) -> dict:
     return {"array": base64.b64encode(buffer.getvalue()).decode(), TYPE_MARKER: "ndarray"}
 
 
-def _lazy_array(value) -> dict:
+def _lazy_array(value, name: str = "") -> dict:
+    if is_structured(value):  # what Polygraphy itself cannot hold (deviation D18)
+        raise GateError(
+            f"output '{name}' is {describe(value)}: Polygraphy's JSON holds tensors only; store such outputs in the "
+            "model-zoo or npz layout ('accuracy-gate record')."
+        )
     return {"values": value if isinstance(value, np.ndarray) else np.asarray(value), TYPE_MARKER: "LazyArray"}
 
 
@@ -94,7 +100,7 @@ def _encodable(obj):
         return {"lst": lst, TYPE_MARKER: "RunResults"}
     if isinstance(obj, IterationResult):
         return {
-            "outputs": {name: _lazy_array(value) for name, value in obj.items()},
+            "outputs": {name: _lazy_array(value, name) for name, value in obj.items()},
             "runtime": obj.runtime,
             "runner_name": obj.runner_name,
             TYPE_MARKER: "IterationResult",
