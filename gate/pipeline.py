@@ -13,7 +13,10 @@ error (exit 2) with the report paths an error may use. Any other exception is a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,8 +120,11 @@ def failed(request: Request, message: str, error: BaseException | None = None, c
 
 
 def execute(request: Request) -> Outcome:
-    """Runs ``request`` (see the module docstring); a GateError becomes an error outcome."""
+    """Runs ``request`` (see the module docstring); a GateError becomes an error outcome. Before any
+    model runs, its report files are claimed (``gate.report_files.claim``: a not-passed state)."""
     state: dict = {}
+    report_files.release()
+    _running[:] = [request]
     try:
         return _execute(request, state)
     except GateError as err:
@@ -138,6 +144,7 @@ def _execute(request: Request, state: dict) -> Outcome:
         config = load_config(request.config, {**request.overrides, "root": request.root}, request.sources)
         state["config"] = config
     paths = report_files.report_paths(request, scope)
+    report_files.claim(paths, config.model.name if config is not None else request.model_name)
     baseline = _load_baseline(request)
     if request.command == "check":
         from gate.job import check
@@ -253,4 +260,65 @@ def layer_report(outcome: Outcome) -> str:
     return render_layers(*compare_layers(config, feed))
 
 
-__all__ = ["Outcome", "Request", "RunOptions", "execute", "failed", "layer_report", "write_reports"]
+_running: list = []  # the request being executed, for an error report after a signal
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT arrived (raised by :func:`guarded`'s handler; not an ``Exception``, so that
+    no ``except Exception`` on the way takes it for a reporting failure)."""
+
+    def __init__(self, signum: int):
+        self.signal = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.signal}; could not evaluate")
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def guarded(main: Callable[[], int], say: Callable[[str], None]) -> int:
+    """Runs a front end's ``main`` with SIGTERM and SIGINT turned into :class:`Interrupted`: on one,
+    further signals are ignored, ``say`` gets the one-line message, every report file the run claimed
+    gets it as an error (``gate.report_files.write_unfinished``; before the claim, the paths an early
+    error uses), and the exit code is 2. After SIGKILL at worst the claim remains (not passed)."""
+    handled = (signal.SIGTERM, signal.SIGINT)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, _raise_interrupted) for s in handled} if main_thread else {}
+    try:
+        try:
+            return main()
+        except Interrupted as err:
+            for s in previous:
+                signal.signal(s, signal.SIG_IGN)
+            say(str(err))
+            _report_interrupted(str(err))
+            return EXIT_ERROR
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        report_files.release()
+        _running.clear()
+
+
+def _report_interrupted(message: str) -> None:
+    request = _running[0] if _running else None
+    if report_files.claimed():
+        report_files.write_unfinished(message)
+    elif request is not None and request.command != "record":
+        outcome = failed(request, message)
+        for kind in report_files.KINDS:
+            with contextlib.suppress(GateError):
+                write_reports(outcome, (kind,))
+
+
+__all__ = [
+    "Interrupted",
+    "Outcome",
+    "Request",
+    "RunOptions",
+    "execute",
+    "failed",
+    "guarded",
+    "layer_report",
+    "write_reports",
+]

@@ -18,12 +18,20 @@ replaced (``gate.paths.replaceable``).
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
+import os
+import secrets
+import stat as stat_module
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate.config import ReportScope, report_scope
 from gate.errors import GateError
 from gate.paths import DEFAULT_JUNIT, confinement_root, replaceable, require_output
+from gate.results import ERROR, GateResult
 
 KINDS = ("junit", "markdown", "report")
 """The report files an error is written to (the partial result file never holds one)."""
@@ -126,29 +134,196 @@ def error_paths(request, scope: ReportScope) -> ReportPaths:
     return ReportPaths(**paths, refused=tuple(refused))
 
 
-def write(kind: str, path, result, commit: str | None = None, key: str | None = None) -> Path:
-    """Writes ``result`` as the report file ``kind`` (a key of :data:`WHAT`) at ``path``, parent folders
-    created; returns the path.
+UNFINISHED = (
+    "running: accuracy-gate has not finished (still running, or stopped before it wrote its verdict); "
+    "could not evaluate"
+)
+"""The message of the report files a run claims before any model runs (:func:`claim`)."""
+UNFINISHED_PARTIAL = {"schema": "accuracy-gate-unfinished-run", "status": "running", "message": UNFINISHED}
+"""The partial result file's claim: ``merge`` refuses it (not a partial result file), never counts it."""
+
+
+@dataclass
+class _Folder:
+    """A report file's folder, opened once without following a symlink (``fd``), with the resolved
+    path and the ``(st_dev, st_ino)`` it had then."""
+
+    path: Path
+    fd: int
+    identity: tuple
+
+
+_claims: dict = {}  # kind -> (path, _Folder): the report files this process claimed (:func:`claim`)
+_folders: dict = {}  # resolved folder -> _Folder
+_model: list = []  # the model name the claims were written for
+
+
+def _open_folder(path: Path) -> _Folder:
+    """``path``'s folder, created where missing, opened component by component from ``/`` with
+    ``O_NOFOLLOW`` on its resolved path (a component that is, or becomes, a symlink is refused)."""
+    folder = Path(os.path.realpath(Path(path).parent))
+    if folder in _folders:
+        return _folders[folder]
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in folder.parts[1:]:
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except OSError as err:
+        os.close(fd)
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise GateError(f"{path}: its folder {folder} holds a symbolic link; the gate never writes through one.") from err
+        raise
+    stat = os.fstat(fd)
+    opened = _Folder(folder, fd, (stat.st_dev, stat.st_ino))
+    _folders[folder] = opened
+    return opened
+
+
+def _still_there(folder: _Folder, path: Path, what: str) -> None:
+    """Right before a rename: ``path``'s folder still resolves to the folder opened (not replaced by a
+    symlink or another folder while the run went on).
 
     Raises:
-        GateError: the file cannot be written (one line naming it).
+        GateError: it was replaced, naming it.
     """
+    try:
+        now = os.stat(os.path.realpath(Path(path).parent))
+        same = Path(os.path.realpath(Path(path).parent)) == folder.path
+    except OSError:
+        same = False
+    if not same or (now.st_dev, now.st_ino) != folder.identity:
+        raise GateError(
+            f"{path}: the folder of the {what} was replaced while the gate ran (a symbolic link or another "
+            "folder); not writing through it."
+        )
+
+
+def place(path, data: bytes, what: str) -> Path:
+    """Writes ``data`` as ``path`` all at once or not at all, never through a symlink: into a temporary
+    file in the same folder (opened by its descriptor, ``O_NOFOLLOW``), flushed, then renamed over
+    ``path`` within that folder after checking it was not replaced (:func:`_still_there`). A symlink
+    at ``path`` is refused; a killed process leaves the old file or the new one, never a part.
+
+    Raises:
+        GateError: ``path`` or its folder is or became a symlink.
+        OSError: the file cannot be written (the old one is intact).
+    """
+    path = Path(path)
+    claimed = _claims.get(next((k for k, (p, _) in _claims.items() if p == path), None))
+    folder = claimed[1] if claimed is not None else _open_folder(path)
+    name = path.name
+    try:
+        if stat_module.S_ISLNK(os.stat(name, dir_fd=folder.fd, follow_symlinks=False).st_mode):
+            raise GateError(f"{path}: the {what} path is a symbolic link; the gate never writes through one.")
+    except FileNotFoundError:
+        pass
+    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=folder.fd)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        _still_there(folder, path, what)
+        os.replace(temporary, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder.fd)
+        raise
+    return path
+
+
+def render(kind: str, result, commit: str | None = None, key: str | None = None) -> bytes:
+    """The bytes of report file ``kind`` for ``result``, written by that kind's own writer into a
+    private scratch folder (so that every writer's format stays its own) and read back."""
     from gate.report import render_markdown, write_junit
     from gate.results_file import write_report
 
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "markdown":
+        return render_markdown(result).encode("utf-8")
+    with tempfile.TemporaryDirectory(prefix="accuracy-gate-") as scratch:
+        path = Path(scratch) / f"report.{kind}"
         if kind == "junit":
             write_junit(result, path)
-        elif kind == "markdown":
-            path.write_text(render_markdown(result), "utf-8")
         elif kind == "report":
             write_report(result, path, commit, key)
         else:
             from gate.partial_file import write_partial
 
             write_partial(result.run, path)
+        return path.read_bytes()
+
+
+def _unfinished_bytes(kind: str, model: str, message: str = UNFINISHED) -> bytes:
+    if kind == "partial":
+        return (json.dumps({**UNFINISHED_PARTIAL, "message": message}) + "\n").encode()
+    return render(kind, GateResult(model=model, status=ERROR, message=message))
+
+
+def claim(paths: ReportPaths, model: str) -> None:
+    """Before any model runs: each report file of ``paths`` gets a not-passed state (an error
+    result, :data:`UNFINISHED`; the partial file :data:`UNFINISHED_PARTIAL`), written atomically, and
+    its folder is held open so that the final file goes to the same folder (:func:`place`). So a run
+    that is killed, even by SIGKILL, never leaves an earlier run's passing file behind.
+
+    Raises:
+        GateError: a file cannot be written (one line naming it).
+    """
+    _model[:] = [model]
+    for kind in (*KINDS, "partial"):
+        path = paths.get(kind)
+        if path is None:
+            continue
+        try:
+            _claims[kind] = (Path(path), _open_folder(Path(path)))
+            place(path, _unfinished_bytes(kind, model), WHAT[kind])
+        except OSError as err:
+            raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
+
+
+def claimed() -> dict:
+    """``kind -> path`` of the report files claimed by this process and not yet released."""
+    return {kind: path for kind, (path, _) in _claims.items()}
+
+
+def write_unfinished(message: str, model: str | None = None) -> list:
+    """After a signal: every claimed report file gets the error ``message`` (the partial file its
+    claim again, whatever was written since); returns the paths written (a file that cannot be
+    written is skipped)."""
+    written = []
+    model = model or (_model[0] if _model else "model")
+    for kind, (path, _) in list(_claims.items()):
+        with contextlib.suppress(GateError, OSError):
+            written.append(place(path, _unfinished_bytes(kind, model, message), WHAT[kind]))
+    return written
+
+
+def release() -> None:
+    """Forgets the claims and closes the folders held open."""
+    _claims.clear()
+    _model.clear()
+    for folder in _folders.values():
+        with contextlib.suppress(OSError):
+            os.close(folder.fd)
+    _folders.clear()
+
+
+def write(kind: str, path, result, commit: str | None = None, key: str | None = None) -> Path:
+    """Writes ``result`` as the report file ``kind`` (a key of :data:`WHAT`) at ``path``, atomically and
+    never through a symlink (:func:`place`), parent folders created; returns the path.
+
+    Raises:
+        GateError: the file cannot be written (one line naming it).
+    """
+    path = Path(path)
+    try:
+        return place(path, render(kind, result, commit, key), WHAT[kind])
     except OSError as err:
         raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
-    return path
