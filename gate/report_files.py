@@ -178,7 +178,9 @@ def _open_folder(path: Path) -> _Folder:
     except OSError as err:
         os.close(fd)
         if err.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise GateError(f"{path}: its folder {folder} holds a symbolic link; the gate never writes through one.") from err
+            raise GateError(
+                f"{path}: its folder {folder} holds a symbolic link; the gate never writes through one."
+            ) from err
         raise
     stat = os.fstat(fd)
     opened = _Folder(folder, fd, (stat.st_dev, stat.st_ino))

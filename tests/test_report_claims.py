@@ -16,11 +16,11 @@ from pathlib import Path
 import junitparser
 import pytest
 
-from conftest import EXAMPLE, ROOT
-
 import gate.job
 from gate import cli
 from gate.action import main as action_main
+
+from conftest import EXAMPLE, ROOT
 
 
 def junit_state(path: Path) -> tuple[str, str]:
