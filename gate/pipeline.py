@@ -144,6 +144,7 @@ def _execute(request: Request, state: dict) -> Outcome:
         config = load_config(request.config, {**request.overrides, "root": request.root}, request.sources)
         state["config"] = config
     paths = report_files.report_paths(request, scope)
+    report_files.check_reads(request, scope)
     report_files.claim(paths, config.model.name if config is not None else request.model_name)
     baseline = _load_baseline(request)
     if request.command == "check":

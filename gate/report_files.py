@@ -79,6 +79,40 @@ def scope_of(request) -> ReportScope:
     return ReportScope(scope.root, scope.protected + tuple(reads), scope.known, scope.junit, scope.junit_error)
 
 
+READS = {"baseline": "the baseline", "partials": "a partial result file being merged"}
+
+
+def check_reads(request, scope: ReportScope) -> None:
+    """The one rule for what ``run``, ``merge`` and a baseline read (gate.toml's own paths are checked
+    as it loads): every path given that exists, and every file found in a folder given, resolves
+    inside the confinement root (``gate.paths.require_inside``: also through symlinks), as the report paths do.
+
+    Raises:
+        GateError: a path that leads outside, naming the flag or input that gave it.
+    """
+    from gate.merge import partial_files
+    from gate.paths import require_inside
+
+    names = {**{"baseline": "--baseline", "partials": "merge's partial result files"}, **request.names}
+    given = [(p, "baseline") for p in request.baseline] + [(p, "partials") for p in request.partials]
+    for path, kind in given:
+        if not os.path.lexists(path):
+            continue  # its reader says that it is missing
+        require_inside(Path(path), scope.root, f"{names.get(kind, kind)} ({READS[kind]})")
+        if Path(path).is_dir():
+            for found in partial_files([path]):
+                require_inside(found, scope.root, f"{names.get(kind, kind)} ({READS[kind]})")
+    if request.run is not None:
+        run = request.run
+        for value, what in (
+            (run.model, "the model"),
+            (run.load_inputs, "--load-inputs"),
+            (run.load_outputs, "--load-outputs"),
+        ):
+            if value and os.path.lexists(value):
+                require_inside(Path(value), scope.root, what)
+
+
 def _junit(request, scope: ReportScope) -> Path:
     """``check``: the JUnit path gate.toml's loading checked; ``run``/``merge``: the flag's, else the default.
 
