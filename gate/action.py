@@ -280,7 +280,14 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     from gate.pipeline import guarded
 
     environ = os.environ if environ is None else environ
-    return guarded(lambda: _main_reported(environ), lambda message: actions.error(message, title="accuracy-gate"))
+    return guarded(lambda: _main_reported(environ), _interrupted)
+
+
+def _interrupted(message: str) -> None:
+    """A signal ends the run (``gate.pipeline.guarded``): the error annotation, outside any fold."""
+    actions.resume_commands()
+    print("::endgroup::", flush=True)
+    actions.error(message, title="accuracy-gate")
 
 
 def _main_reported(environ: Mapping[str, str]) -> int:

@@ -14,7 +14,9 @@ error (exit 2) with the report paths an error may use. Any other exception is a 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -145,7 +147,11 @@ def _execute(request: Request, state: dict) -> Outcome:
         state["config"] = config
     paths = report_files.report_paths(request, scope)
     report_files.check_reads(request, scope)
-    report_files.claim(paths, config.model.name if config is not None else request.model_name)
+    report_files.claim(
+        paths,
+        config.model.name if config is not None else request.model_name,
+        [interrupted_message(s) for s in HANDLED],
+    )
     baseline = _load_baseline(request)
     if request.command == "check":
         from gate.job import check
@@ -261,59 +267,54 @@ def layer_report(outcome: Outcome) -> str:
     return render_layers(*compare_layers(config, feed))
 
 
-_running: list = []  # the request being executed, for an error report after a signal
+_running: list = []  # the request being executed
+_say: list = []  # the front end's one-line error printer, while guarded
+_hard_exit = os._exit  # how a signal ends the process (tests replace it)
+HANDLED = (signal.SIGTERM, signal.SIGINT)
 
 
-class Interrupted(BaseException):
-    """SIGTERM or SIGINT arrived (raised by :func:`guarded`'s handler; not an ``Exception``, so that
-    no ``except Exception`` on the way takes it for a reporting failure)."""
-
-    def __init__(self, signum: int):
-        self.signal = signal.Signals(signum).name
-        super().__init__(f"interrupted by {self.signal}; could not evaluate")
+def interrupted_message(signum: int) -> str:
+    return f"interrupted by {signal.Signals(signum).name}; could not evaluate"
 
 
-def _raise_interrupted(signum, frame):
-    raise Interrupted(signum)
+def _on_signal(signum, frame):
+    """SIGTERM / SIGINT while guarded: the error line, every claimed report file rewritten with the
+    error (bytes rendered at claim time, so nothing is imported here), exit 2 at once. The process
+    is ended from the handler, not by an exception: one raised into the middle of an import or an
+    extension's call can abort the interpreter instead (measured: SIGABRT in protobuf's init)."""
+    for handled in HANDLED:
+        signal.signal(handled, signal.SIG_IGN)
+    message = interrupted_message(signum)
+    with contextlib.suppress(BaseException):
+        if _say:
+            _say[0](message)
+    with contextlib.suppress(BaseException):
+        report_files.write_unfinished(message)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    _hard_exit(EXIT_ERROR)
 
 
 def guarded(main: Callable[[], int], say: Callable[[str], None]) -> int:
-    """Runs a front end's ``main`` with SIGTERM and SIGINT turned into :class:`Interrupted`: on one,
-    further signals are ignored, ``say`` gets the one-line message, every report file the run claimed
-    gets it as an error (``gate.report_files.write_unfinished``; before the claim, the paths an early
-    error uses), and the exit code is 2. After SIGKILL at worst the claim remains (not passed)."""
-    handled = (signal.SIGTERM, signal.SIGINT)
+    """Runs a front end's ``main`` with SIGTERM and SIGINT handled: ``say`` gets the one-line message
+    (``interrupted by SIGTERM; could not evaluate``), every report file the run claimed
+    (``gate.report_files.claim``) gets it as an error, and the process exits 2. Before the claim
+    (reading flags and gate.toml) nothing is written yet; after SIGKILL at worst the claim remains."""
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = {s: signal.signal(s, _raise_interrupted) for s in handled} if main_thread else {}
+    previous = {s: signal.signal(s, _on_signal) for s in HANDLED} if main_thread else {}
+    _say[:] = [say]
     try:
-        try:
-            return main()
-        except Interrupted as err:
-            for s in previous:
-                signal.signal(s, signal.SIG_IGN)
-            say(str(err))
-            _report_interrupted(str(err))
-            return EXIT_ERROR
+        return main()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        _say.clear()
         report_files.release()
         _running.clear()
 
 
-def _report_interrupted(message: str) -> None:
-    request = _running[0] if _running else None
-    if report_files.claimed():
-        report_files.write_unfinished(message)
-    elif request is not None and request.command != "record":
-        outcome = failed(request, message)
-        for kind in report_files.KINDS:
-            with contextlib.suppress(GateError):
-                write_reports(outcome, (kind,))
-
-
 __all__ = [
-    "Interrupted",
     "Outcome",
     "Request",
     "RunOptions",

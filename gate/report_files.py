@@ -190,6 +190,7 @@ class _Folder:
 _claims: dict = {}  # kind -> (path, _Folder): the report files this process claimed (:func:`claim`)
 _folders: dict = {}  # resolved folder -> _Folder
 _model: list = []  # the model name the claims were written for
+_rendered: dict = {}  # (kind, message) -> the error report's bytes, rendered at claim time
 
 
 def _open_folder(path: Path) -> _Folder:
@@ -303,11 +304,12 @@ def _unfinished_bytes(kind: str, model: str, message: str = UNFINISHED) -> bytes
     return render(kind, GateResult(model=model, status=ERROR, message=message))
 
 
-def claim(paths: ReportPaths, model: str) -> None:
+def claim(paths: ReportPaths, model: str, messages=()) -> None:
     """Before any model runs: each report file of ``paths`` gets a not-passed state (an error
     result, :data:`UNFINISHED`; the partial file :data:`UNFINISHED_PARTIAL`), written atomically, and
     its folder is held open so that the final file goes to the same folder (:func:`place`). So a run
-    that is killed, even by SIGKILL, never leaves an earlier run's passing file behind.
+    that is killed, even by SIGKILL, never leaves an earlier run's passing file behind. The error
+    reports of ``messages`` (a signal's) are rendered now, for :func:`write_unfinished`.
 
     Raises:
         GateError: a file cannot be written (one line naming it).
@@ -319,6 +321,8 @@ def claim(paths: ReportPaths, model: str) -> None:
             continue
         try:
             _claims[kind] = (Path(path), _open_folder(Path(path)))
+            for message in messages:
+                _rendered[kind, message] = _unfinished_bytes(kind, model, message)
             place(path, _unfinished_bytes(kind, model), WHAT[kind])
         except OSError as err:
             raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
@@ -331,13 +335,14 @@ def claimed() -> dict:
 
 def write_unfinished(message: str, model: str | None = None) -> list:
     """After a signal: every claimed report file gets the error ``message`` (the partial file its
-    claim again, whatever was written since); returns the paths written (a file that cannot be
-    written is skipped)."""
+    claim again, whatever was written since; bytes rendered by :func:`claim` where it was given the
+    message); returns the paths written (a file that cannot be written is skipped)."""
     written = []
     model = model or (_model[0] if _model else "model")
     for kind, (path, _) in list(_claims.items()):
         with contextlib.suppress(GateError, OSError):
-            written.append(place(path, _unfinished_bytes(kind, model, message), WHAT[kind]))
+            data = _rendered.get((kind, message)) or _unfinished_bytes(kind, model, message)
+            written.append(place(path, data, WHAT[kind]))
     return written
 
 
@@ -345,6 +350,7 @@ def release() -> None:
     """Forgets the claims and closes the folders held open."""
     _claims.clear()
     _model.clear()
+    _rendered.clear()
     for folder in _folders.values():
         with contextlib.suppress(OSError):
             os.close(folder.fd)

@@ -17,6 +17,7 @@ import junitparser
 import pytest
 
 import gate.job
+import gate.pipeline
 from gate import cli
 from gate.action import main as action_main
 
@@ -46,6 +47,16 @@ def pass_once(workspace: Path, out: Path) -> list[str]:
     assert cli.main(["check", str(workspace / "gate.toml"), *map(str, flags)]) == 0
     assert junit_state(out / "j.xml")[0] == "passed" and results_state(out / "r.json")[0] == "passed"
     return list(map(str, flags))
+
+
+def exit_by_raising(monkeypatch) -> None:
+    """In-process, the signal handler's ``os._exit(2)`` becomes ``SystemExit(2)`` (the subprocess tests
+    below and tests/test_fault_injection.py see the real exit)."""
+
+    def hard_exit(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(gate.pipeline, "_hard_exit", hard_exit)
 
 
 def spy_on_check(monkeypatch, then=None) -> list:
@@ -99,7 +110,10 @@ def test_cli_signal_during_the_model_writes_an_error_report_and_exits_2(tmp_path
     out = example / "out"
     flags = pass_once(example, out)
     spy_on_check(monkeypatch, lambda: (os.kill(os.getpid(), signum), time.sleep(5)))
-    assert cli.main(["check", str(example / "gate.toml"), *flags]) == 2
+    exit_by_raising(monkeypatch)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["check", str(example / "gate.toml"), *flags])
+    assert exited.value.code == 2
     name = signal.Signals(signum).name
     assert f"accuracy-gate: error: interrupted by {name}; could not evaluate" in capsys.readouterr().err
     assert junit_state(out / "j.xml") == ("error", f"interrupted by {name}; could not evaluate")
@@ -140,7 +154,10 @@ def test_action_signal_during_the_model_writes_an_error_report_and_exits_2(
         return real(config, *args, **kwargs)
 
     monkeypatch.setattr(gate.job, "check", check)
-    assert action_main(environ) == 2
+    exit_by_raising(monkeypatch)
+    with pytest.raises(SystemExit) as exited:
+        action_main(environ)
+    assert exited.value.code == 2
     assert seen[0][0] == "error" and seen[0][1][0] == "error"  # claimed before the model ran
     name = signal.Signals(signum).name
     captured = capsys.readouterr()
