@@ -17,6 +17,7 @@ import argparse
 import io
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -150,9 +151,14 @@ def main(argv=None) -> int:
             samples, file_name, read = readers[name]
             data = mutate(rng, rng.choice(samples))
             folder = work / f"case{iteration % 4}"
-            folder.mkdir(exist_ok=True)
+            if not folder.exists():  # what the config names, so that a config can be read to the end
+                folder.mkdir()
+                shutil.copy(ROOT / "examples" / "ppocr-cls" / "model.onnx", folder / "m.onnx")
+                for name_ in ("data", "golden"):
+                    shutil.copytree(ROOT / "examples" / "ppocr-cls" / "data", folder / name_)
             for old in folder.iterdir():
-                old.unlink()
+                if old.is_file() and old.name != "m.onnx":
+                    old.unlink()
             path = folder / file_name
             path.write_bytes(data)
             count = counts.setdefault(name, Counter())

@@ -32,7 +32,7 @@ import re
 import sys
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.errors import GateError
@@ -76,7 +76,7 @@ class Settings:
 
     mode: str = "check"
     config: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # a secret: never in a repr
     pr_number: int | None = None
     comment_mode: str = "always"
     comment_key: str | None = None
@@ -137,7 +137,7 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
     values["report_path"] = parse(
         "report_path",
         lambda n, v: actions.workspace_path(n, v, environ),
-        actions.workspace_path("report_path", DEFAULTS["report_path"], environ),
+        actions.workspace_default(DEFAULTS["report_path"], environ),  # never raises (a symlink there, say)
     )
     from gate.baseline import FAIL_ON, parse_margins
     from gate.shards import parse_shard
@@ -360,7 +360,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
         try:
             if "junit" in refused:
                 raise GateError(refused["junit"])
-            junit_file = write_reports(outcome, ("junit",))["junit"]
+            junit_file = write_reports(outcome, ("junit",), environ=environ)["junit"]
             chown_to_workspace_owner(junit_file, environ)
             written["junit_path"] = workspace_relative(junit_file, environ)
         except Exception as err:
@@ -381,7 +381,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
         try:
             if "report" in refused:
                 raise GateError(refused["report"])
-            report_file = write_reports(outcome, ("report",), commit, key)["report"]
+            report_file = write_reports(outcome, ("report",), commit, key, environ)["report"]
             chown_to_workspace_owner(report_file, environ)
             written["report_path"] = workspace_relative(report_file, environ)
         except Exception as err:
@@ -402,7 +402,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
             document = report_document(result, commit, key)
             actions.set_outputs(
                 {
-                    "passed": result.status == PASSED,
+                    "passed": result.status == PASSED and not lost,  # no pass without its evidence (exit 2)
                     "regressed": result.status == REGRESSED,
                     "failed_outputs": json_list(result.failed_outputs),
                     "junit_path": written.get("junit_path", ""),

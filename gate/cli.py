@@ -151,6 +151,7 @@ def request_from_args(args, base):
     if args.command == "check":
         shard = parse_shard(args.shard) if args.shard is not None else None
         changes["shard"] = shard
+        changes.update(devices=args.devices, jobs=args.jobs, preview_precision=args.preview_precision)
         if shard is not None:
             changes["defaults"] = {"partial": default_partial_name(shard)}
             if shard.count > 1 and not args.write_partial:

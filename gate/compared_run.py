@@ -10,8 +10,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.backend.gpu_facts import precision_note
 from gate.comparator.struct import AccuracyResult
-from gate.results import ERROR, GateResult, finish_rows, gate_result, verdicts
+from gate.paths import open_regular
+from gate.results import ERROR, GateResult, finish_rows, gate_result, mark_stopping_output, verdicts
 from gate.shards import Shard
 
 
@@ -46,8 +48,10 @@ def config_settings(cfg, model_sha256: str) -> dict:
         "check_error_stat": dict(stat) if isinstance(stat, dict) else stat,
         "check_average": bool(cfg.check_average),
         "infinities_compare_equal": bool(cfg.infinities_compare_equal),
+        **({"nan_compare_equal": True} if getattr(cfg, "nan_compare_equal", False) else {}),
         "validate": bool(cfg.validate),
         "trt": json.loads(_canonical(trt)),
+        **({"provider_options": dict(cfg.provider_options)} if getattr(cfg, "provider_options", None) else {}),
     }
 
 
@@ -58,7 +62,7 @@ def settings_sha256(settings: dict) -> str:
 def _file_sha256(path: Path) -> str | None:
     try:
         digest = hashlib.sha256()
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         return digest.hexdigest()
@@ -108,6 +112,7 @@ class ComparedRun:
     facts: dict = field(default_factory=dict)
     commit: str | None = None
     scope: str = ""
+    config_path: str = ""  # the gate.toml, as given (the JUnit file's 'file'); not part of the digest
 
     @property
     def total(self) -> int:
@@ -142,11 +147,15 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
     rows = verdicts(run.accuracy, run.indices)
     finish_rows(rows, where or run.where.get)
     result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))
+    if note := precision_note(result.facts, rows):  # e.g. TF32 on the GPU behind a float failure
+        result.facts["note"] = note
     if run.stopped is not None:
         result.status = ERROR
         result.stopped_at = run.stopped.get("iteration")
         result.message = run.stopped["message"]
+        mark_stopping_output(result, run.stopped)
     result.scope = run.scope
+    result.config_path = run.config_path
     result.run = run
     return result
 

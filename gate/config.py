@@ -11,6 +11,7 @@ overrides)``); per-output values use ``polygraphy run``'s ``[<output>:]<value>``
     [onnxrt]
     execution_providers = ["CPUExecutionProvider"]
     graph_optimization_level = "all"
+    # provider_options = { CUDAExecutionProvider = { device_id = 0, use_tf32 = 0 } }  # per provider
 
     [compare]
     atol = 1e-5                   # or a table per output: { "" = 1e-5, "logits" = 1e-3 }
@@ -36,10 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.backend.onnxrt import GRAPH_OPTIMIZATION_LEVELS
+from gate.backend.providers import check_provider_options, merge_provider_options
 from gate.comparator.compare import CHECK_ERROR_STATS
 from gate.errors import GateError
+from gate.limits import TOML_DEPTH, parse_nested
 from gate.options import toml_schema
-from gate.paths import DEFAULT_JUNIT, confinement_root, require_inside, require_output
+from gate.paths import DEFAULT_JUNIT, confinement_root, read_regular, require_inside, require_output
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -68,11 +71,13 @@ class GateConfig:
     reference_runner: str = "onnxrt"
     execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     graph_optimization_level: str = "all"
+    provider_options: dict = field(default_factory=dict)  # provider -> {option: str}; gate.backend.providers
     atol: float | dict = 1e-5
     rtol: float | dict = 1e-5
     check_error_stat: str | dict = "elemwise"
     check_average: bool = False
     infinities_compare_equal: bool = True
+    nan_compare_equal: bool = False  # NaN on both sides at the same element is equal (Polygraphy's nans_compare_equal)
     validate: bool = False
     trt: dict = field(default_factory=dict)  # the [trt] table; see gate.job.trt_runner
     reference_name: str = "golden"  # how reports name the golden outputs (``run``: the reference runner)
@@ -200,7 +205,7 @@ def _flag_of(overrides: dict, flags: Mapping[str, str]):
 def _read_text(path: Path) -> str:
     """The config's text; a UTF-8 byte-order mark (as some Windows editors save) is dropped."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, "the config file")
     except FileNotFoundError as err:
         raise GateError(f"{path}: config file not found.") from err
     except OSError as err:
@@ -210,6 +215,17 @@ def _read_text(path: Path) -> str:
         return raw[bom:].decode("utf-8")
     except UnicodeDecodeError as err:
         raise GateError(f"{path}: not UTF-8 text (byte {bom + err.start}); save the config as UTF-8.") from err
+
+
+def _parse_toml(path: Path) -> dict:
+    """gate.toml's table (``gate.limits.parse_nested``: nesting bounded).
+
+    Raises:
+        GateError: the file cannot be read, is not UTF-8, not TOML or nested too deep."""
+    try:
+        return parse_nested(tomllib.loads, _read_text(path), TOML_DEPTH, str(path), "the config")
+    except tomllib.TOMLDecodeError as err:
+        raise GateError(f"{path}: not valid TOML ({err}).") from err
 
 
 _READ = {
@@ -274,8 +290,8 @@ def _scope(path: Path, overrides: dict, flag) -> tuple[ReportScope, dict | None]
     (``scope`` then names only the config file and is not ``known``)."""
     root = confinement_root(path, overrides.get("root"))
     try:
-        data = tomllib.loads(_read_text(path))
-    except (GateError, tomllib.TOMLDecodeError):
+        data = _parse_toml(path)
+    except GateError:
         return ReportScope(root=root, protected=((path, "the config file"),)), None
     protected = tuple(_read_paths(path, data, overrides))
     try:
@@ -314,11 +330,7 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     root = scope.root
     overrides.pop("root", None)
     if data is None:  # the same read again, for its error
-        text = _read_text(path)
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
-            raise GateError(f"{path}: not valid TOML ({err}).") from err
+        data = _parse_toml(path)
     if scope.junit_error is not None:
         raise scope.junit_error
     flat = _flatten(data, path)
@@ -331,6 +343,8 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
             value = merge_per_output(settings[key], value)
         elif key == "trt":
             value = {**settings.get("trt", {}), **{k: v for k, v in value.items() if v is not None}}
+        elif key == "provider_options":
+            value = merge_provider_options(settings.get(key, {}), value)
         settings[key] = value
 
     for required in ("model", "inputs"):
@@ -369,6 +383,12 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
         raise GateError(
             f"{flag('execution_providers') or path}: 'execution_providers' is empty; name at least one, "
             'e.g. ["CPUExecutionProvider"].'
+        )
+    if "provider_options" in settings:
+        settings["provider_options"] = check_provider_options(
+            settings["provider_options"],
+            settings.get("execution_providers", ["CPUExecutionProvider"]),
+            flag("provider_options") or path,
         )
     named = [("runners", runner) for runner in settings.get("runners", [])]
     for key, runner in [*named, ("reference_runner", settings.get("reference_runner", "onnxrt"))]:

@@ -14,9 +14,12 @@ from pathlib import Path
 import numpy as np
 
 import gate
+from gate.ahead import StreamAhead
+from gate.ahead import on_gpu as inference_ahead
 from gate.backend.golden import GoldenRunner
+from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
-from gate.comparator import Comparator, SimpleCompareFunc
+from gate.comparator import Comparator
 from gate.comparator.data_loader import coerce_feed_dict
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
@@ -24,7 +27,9 @@ from gate.data import open_tensor_set, write_iteration
 from gate.data.onnx_model import model_io_names, model_io_names_and_sha256
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, NPZ
+from gate.dtype_rules import GateCompareFunc
 from gate.errors import GateError
+from gate.paths import refuse_symlinks
 from gate.results import GateResult
 from gate.shards import DigestingView, Shard, ShardView
 
@@ -33,7 +38,9 @@ log = logging.getLogger("gate")
 
 def make_runner(kind: str, cfg: GateConfig, name: str | None = None):
     if kind == "onnxrt":
-        session = SessionFromOnnx(cfg.model, cfg.execution_providers, cfg.graph_optimization_level)
+        session = SessionFromOnnx(
+            cfg.model, cfg.execution_providers, cfg.graph_optimization_level, provider_options=cfg.provider_options
+        )
         return OnnxrtRunner(session, name=name or "onnxrt")
     if kind == "trt":
         return trt_runner(cfg, name or "trt")
@@ -113,9 +120,10 @@ class _Progress:
                 )
             yield feed_dict
 
-    def stop(self, err: GateError):
+    def stop(self, err: GateError, position: int | None = None):
+        """Records the first error; ``position``: the iteration it concerns (default: the one being run)."""
         if self.error is None:
-            self.error, self.error_iteration = err, self.current
+            self.error, self.error_iteration = err, self.current if position is None else position
             log.debug("the stream stopped at iteration %s:", self.current, exc_info=err)  # --verbose: the traceback
 
     def until_error(self, stream):
@@ -187,23 +195,24 @@ class _Guarded:
         try:
             return self.func(result0, result1)
         except GateError as err:
-            self.progress.stop(err)
+            self.progress.stop(err, self.progress.compared)  # the stream may already run the next one
             return OrderedDict()
 
 
 def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
-    import onnxruntime
+    from gate.backend.ort_install import onnxruntime_version
 
     providers = []
     for runner in runners:
         providers.extend(p for p in getattr(runner, "execution_providers", []) if p not in providers)
     return {
         "accuracy_gate_version": gate.__version__,
-        "onnxruntime_version": onnxruntime.__version__,
+        "onnxruntime_version": onnxruntime_version(),
         "numpy_version": np.__version__,
         "python_version": platform.python_version(),
         "execution_providers": ",".join(providers or cfg.execution_providers),
         "model_sha256": model_sha256,
+        **runtime_facts(runners),  # providers in use with their options; the GPU and its libraries
     }
 
 
@@ -248,11 +257,14 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         make_runner(kind, cfg, kind if cfg.runners.count(kind) == 1 else f"{kind}-{i}")
         for i, kind in enumerate(cfg.runners)
     ]
-    compare_func = SimpleCompareFunc(
+    compare_func = GateCompareFunc(
         atol=cfg.atol,
         rtol=cfg.rtol,
         check_error_stat=cfg.check_error_stat,
         infinities_compare_equal=cfg.infinities_compare_equal,
+        compute_medians=False,  # the gate reports no median unless it checks it: keep the kernel's speed
+        nans_compare_equal=cfg.nan_compare_equal,
+        source=cfg.source,
     )
     selected = list(shard.indices(len(golden)))
     golden_view = ShardView(golden, selected)
@@ -289,6 +301,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
     )
     if cfg.validate:
         stream = Comparator.validate(stream, check_nan=True)
+    if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
+        stream = StreamAhead(stream)
     accuracy = Comparator.compare_accuracy(
         progress.until_error(stream),
         compare_func=_Guarded(compare_func, progress),
@@ -306,6 +320,8 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
             message = f"iteration {index} ({_where(*full, index)}): {message}"
         of = f"{len(selected)} iterations" + (f" of shard {run.shard}" if run.shard.count > 1 else "")
         run.stopped = {"iteration": index, "message": f"stopped after {progress.compared} of {of}: {message}"}
+        if getattr(progress.error, "output", None) is not None:  # the output that stopped it (gate.results)
+            run.stopped["output"] = progress.error.output
     run.facts = _facts(cfg, runners, run.facts["model_sha256"])
     run.settings = config_settings(cfg, run.facts["model_sha256"])
     run.accuracy = accuracy
@@ -319,6 +335,7 @@ def _check_streaming(cfg, start, views, full, input_names, runners, compare_func
         return run.where[index]
 
     run.duration_s = time.perf_counter() - start
+    run.config_path = str(cfg.path) if cfg.path else ""  # the JUnit file's 'file' (gate.report.junit)
     result = result_of(run, where)
     for row in result.rows:  # a merge of shards names the files of any shard's worst iteration
         if row.worst_iteration is not None:
@@ -383,6 +400,7 @@ def record(
     _check_golden_folder(cfg, layout, inputs.layout)
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
+    refuse_symlinks(cfg.golden, "the golden folder")  # record deletes and writes there
     existing = _existing_golden(cfg.golden)
     if existing and not force:
         raise GateError(

@@ -31,7 +31,13 @@ class LayerRow:
 def _mark_all_runner(kind: str, cfg: GateConfig, marked_model: Path, name: str):
     if kind == "onnxrt":
         return OnnxrtRunner(
-            SessionFromOnnx(marked_model, cfg.execution_providers, cfg.graph_optimization_level), name=name
+            SessionFromOnnx(
+                marked_model,
+                cfg.execution_providers,
+                cfg.graph_optimization_level,
+                provider_options=cfg.provider_options,
+            ),
+            name=name,
         )
     from gate.config import trt_build_settings
     from gate.job import trt_runner

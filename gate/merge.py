@@ -59,7 +59,8 @@ def _first_difference(a: dict, b: dict, prefix: str = "") -> str:
 
 def check_compatible(runs: list[tuple[str, ComparedRun]]) -> None:
     """All partials must be shards of one split of one golden set, made with one configuration and
-    (when recorded) from one commit; every shard exactly once.
+    (when recorded) from one commit; every shard exactly once, each covering its iterations
+    (``check_coverage``).
 
     Raises:
         GateError: one line naming the offending file and shard, or the missing shards.
@@ -96,6 +97,7 @@ def check_compatible(runs: list[tuple[str, ComparedRun]]) -> None:
             )
         if run.shard.index in seen:
             raise GateError(f"{label} is given twice (also {seen[run.shard.index]}); pass each shard once.")
+        check_coverage(source, run)
         seen[run.shard.index] = source
     missing = [Shard(i, first.shard.count) for i in range(1, first.shard.count + 1) if i not in seen]
     if missing:
@@ -106,6 +108,35 @@ def check_compatible(runs: list[tuple[str, ComparedRun]]) -> None:
             f"({', '.join(str(Shard(i, first.shard.count)) for i in sorted(seen))}); a leg that failed to write "
             "its file must be re-run."
         )
+
+
+def check_coverage(source: str, run: ComparedRun) -> None:
+    """A shard's partial file must hold every iteration of its shard of the golden set (``k`` with
+    ``k % n == i - 1``, each once, for the ``golden.iterations`` of its fingerprint), unless it
+    records that the run stopped early, and then only iterations in golden-set order from the first.
+    A file from which an iteration was removed (its failing one, say) never merges to a pass.
+
+    Raises:
+        GateError: one line naming the file, the shard and the first missing or unexpected iteration.
+    """
+    expected = list(run.shard.indices(run.total))
+    got = list(run.indices)
+    if got == expected:
+        return
+    label = f"{source}: shard {run.shard}"
+    if run.stopped is not None and got == expected[: len(got)]:
+        return
+    extra = sorted(set(got) - set(expected))
+    if extra or len(got) != len(set(got)):
+        raise GateError(
+            f"{label} holds iteration {extra[0] if extra else got} outside its iterations of the golden set of "
+            f"{run.total}; the file was edited or is corrupt."
+        )
+    missing = [i for i in expected if i not in set(got)]
+    raise GateError(
+        f"{label} lacks {len(missing)} of its {len(expected)} iterations of the golden set of {run.total} "
+        f"(first: iteration {missing[0]}) and does not say it stopped; the file was edited or is incomplete."
+    )
 
 
 def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
@@ -131,6 +162,9 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
         for position, index in enumerate(run.indices):
             by_index[index] = (run, position)
     indices = sorted(by_index)
+    stopped = next((run.stopped for _, run in runs if run.stopped is not None), None)
+    if stopped is None and indices != list(range(first.total)):  # check_compatible makes it so
+        raise GateError(f"the shards cover {len(indices)} of the {first.total} iterations of the golden set.")
     accuracy = AccuracyResult(aggregation=first.accuracy.aggregation)
     for pair in pairs:
         order = _output_order(pair, indices, by_index)
@@ -140,7 +174,6 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
             results = run.accuracy[pair][position] if pair in run.accuracy else OrderedDict()
             iterations.append(OrderedDict((name, results[name]) for name in order if name in results))
         accuracy[pair] = iterations
-    stopped = next((run.stopped for _, run in runs if run.stopped is not None), None)
     where = {}
     for _, run in runs:
         where.update(run.where)
@@ -161,6 +194,7 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
         facts=dict(first.facts),
         commit=first.commit,
         scope=f"merged from {count} shard{'s' if count > 1 else ''}",
+        config_path=first.config_path,
     )
 
 

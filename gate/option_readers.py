@@ -21,6 +21,7 @@ from gate.options import (
     PER_OUTPUT_STR,
     PROFILE_FLAGS,
     PROFILES,
+    PROVIDER_OPTIONS,
     SETTINGS,
     SHAPES,
     UNFAILING,
@@ -94,6 +95,10 @@ def parse_value(option: Option, raw, subject: str):
         return value
     if option.kind == PER_OUTPUT_STR:
         return parse_per_output(raw, str, subject)  # the statistics are checked by load_config
+    if option.kind == PROVIDER_OPTIONS:
+        from gate.backend.providers import parse_provider_options
+
+        return parse_provider_options(raw, subject)  # checked against the providers by load_config
     if option.kind == SHAPES:
         from gate.backend.trt.settings import parse_shape_args
 

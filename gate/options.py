@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 PATH, STR, LIST, BOOL, CHOICE, INT, SIZE, FLAG = "path", "str", "list", "bool", "choice", "int", "size", "flag"
 PER_OUTPUT_FLOAT, PER_OUTPUT_STR = "per_output_float", "per_output_str"
-SHAPES, PROFILES = "shapes", "profiles"
+SHAPES, PROFILES, PROVIDER_OPTIONS = "shapes", "profiles", "provider_options"
 
 CHECK, RECORD, RUN, MERGE = "check", "record", "run", "merge"
 CONFIGURED = (CHECK, RECORD)  # commands that read a gate.toml
@@ -37,7 +37,8 @@ COMPARE = (CHECK, RUN)  # commands that compare
 REPORTING = (CHECK, RUN, MERGE)  # commands that write reports
 
 TOML_TYPES = {PATH: str, STR: str, LIST: list, BOOL: bool, CHOICE: str, INT: int, SIZE: (int, str), SHAPES: dict,
-              PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list}  # fmt: skip
+              PER_OUTPUT_FLOAT: (int, float, dict), PER_OUTPUT_STR: (str, dict), PROFILES: list,
+              PROVIDER_OPTIONS: dict}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -161,33 +162,12 @@ OPTIONS: tuple[Option, ...] = (
         "model)",
     ),  # fmt: skip
     # --- settings: gate.toml, flags and inputs ---------------------------------------------------------
-    Option(
-        "model",
-        toml="model",
-        flags=("--model",),
-        input="model",
-        kind=PATH,
-        commands=CONFIGURED,
-        help="the ONNX model (overrides 'model')",
-    ),  # fmt: skip
-    Option(
-        "inputs",
-        toml="inputs",
-        flags=("--inputs",),
-        input="inputs",
-        kind=PATH,
-        commands=CONFIGURED,
-        help="stored inputs folder (overrides 'inputs')",
-    ),  # fmt: skip
-    Option(
-        "golden",
-        toml="golden",
-        flags=("--golden",),
-        input="golden",
-        kind=PATH,
-        commands=CONFIGURED,
-        help="golden outputs folder (overrides 'golden')",
-    ),  # fmt: skip
+    Option("model", toml="model", flags=("--model",), input="model", kind=PATH, commands=CONFIGURED,
+           help="the ONNX model (overrides 'model')"),  # fmt: skip
+    Option("inputs", toml="inputs", flags=("--inputs",), input="inputs", kind=PATH, commands=CONFIGURED,
+           help="stored inputs folder (overrides 'inputs')"),  # fmt: skip
+    Option("golden", toml="golden", flags=("--golden",), input="golden", kind=PATH, commands=CONFIGURED,
+           help="golden outputs folder (overrides 'golden')"),  # fmt: skip
     Option(
         "runners",
         toml="runners",
@@ -231,6 +211,10 @@ OPTIONS: tuple[Option, ...] = (
         default="all",
         help="ONNX Runtime setting",
     ),  # fmt: skip
+    Option("provider_options", toml="onnxrt.provider_options", flags=("--provider-options",),
+           input="provider_options", kind=PROVIDER_OPTIONS, commands=(CHECK, RECORD, RUN), default={},
+           argparse={"nargs": "+", "action": "extend", "metavar": "EP:KEY=VALUE[,...]"},
+           help="options of an execution provider, e.g. CUDAExecutionProvider:device_id=0,use_tf32=0"),  # fmt: skip
     Option(
         "atol",
         toml="compare.atol",
@@ -284,6 +268,9 @@ OPTIONS: tuple[Option, ...] = (
         default=True,
         help="treat the same infinity on both sides as equal (default: on)",
     ),  # fmt: skip
+    Option("nan_compare_equal", toml="compare.nan_compare_equal", flags=("--nan-compare-equal",),
+           input="nan_compare_equal", kind=BOOL, commands=COMPARE, default=False,
+           help="treat NaN on both sides at the same element as equal (default: off, as Polygraphy)"),  # fmt: skip
     Option(
         "validate",
         toml="compare.validate",
@@ -345,6 +332,14 @@ OPTIONS: tuple[Option, ...] = (
         help="write the partial result file (for 'merge' or as a baseline)",
         help_for={MERGE: "write the merged run as one partial result file"},
     ),  # fmt: skip
+    # --- how check runs (gate.parallel, gate.preview) --------------------------------------------------
+    Option("devices", flags=("--devices",), commands=(CHECK,), argparse={"metavar": "all|0,1,..."},
+           help="one shard per GPU, in parallel processes, merged (gate.parallel)"),  # fmt: skip
+    Option("jobs", flags=("--jobs",), kind=INT, commands=(CHECK,), argparse={"type": int, "metavar": "N"},
+           help="N shards in N parallel CPU processes, merged"),  # fmt: skip
+    Option("preview_precision", flags=("--preview-precision",), kind=CHOICE, choices=("fp16", "bf16"),
+           commands=(CHECK,), help="convert the model as strongly typed TensorRT would and check it under ONNX "
+           "Runtime CPU"),  # fmt: skip
     Option(
         "baseline",
         flags=("--baseline",),

@@ -9,11 +9,11 @@ The file, schema ``accuracy-gate-partial`` version 1 (documented in README.md,
     {"schema": "accuracy-gate-partial", "version": 1,
      "shard": {"index": int, "count": int},
      "model": str, "title": str, "commit": str | null,
-     "config": {"sha256": str, "settings": {...}},            # what decides the numbers
+     "config": {"sha256": str, "settings": {...}, "path"?: str},  # what decides the numbers; gate.toml
      "golden": {"iterations": int, "files_sha256": str, "content_sha256": str | null},
      "iterations": {"index": [int], "golden_sha256": [str | null]},
      "where": {"<index>": str},                               # files of iterations named in errors
-     "stopped": null | {"iteration": int | null, "message": str},
+     "stopped": null | {"iteration": int | null, "message": str, "output"?: str},
      "aggregation": "per_sample" | "average",
      "duration_s": num, "facts": {str: str},
      "pairs": [{"runners": [str, str],
@@ -25,7 +25,8 @@ The file, schema ``accuracy-gate-partial`` version 1 (documented in README.md,
                              "mismatch_count": [int | null], "worst_index": [[int] | null],
                              "num_elements": [int | null], "zero_reference_count": [int | null],
                              "dtypes": [[str, str] | null], "shapes": [[[int], [int]] | null],
-                             "names": [[str | null, str | null]]}]}]}
+                             "names": [[str | null, str | null]],
+                             "time_s": [num | null]}]}]}   # optional: seconds each comparison took
 
 Per output the per-iteration values are columns (one list per field, aligned with ``index``), which
 keeps a file of tens of thousands of iterations compact.
@@ -43,8 +44,9 @@ from gate.comparator.compare import CHECK_ERROR_STATS, METRIC_FIELDS, OutputComp
 from gate.comparator.struct import AccuracyResult
 from gate.compared_run import ComparedRun
 from gate.errors import GateError
+from gate.paths import write_atomic
 from gate.shards import Shard
-from gate.strict_json import json_int, json_number, load_json, number_from_json
+from gate.strict_json import element_from_json, element_json, json_int, json_number, load_json, number_from_json
 
 SCHEMA = "accuracy-gate-partial"
 VERSION = 1
@@ -56,7 +58,7 @@ def _output_columns(name: str, samples) -> dict:
     column: dict[str, list] = {key: [] for key in ("index", "threshold", *METRIC_FIELDS)}
     for key in ("passed", "error", "mismatch_count", "worst_index", "num_elements", "zero_reference_count"):
         column[key] = []
-    for key in ("dtypes", "shapes", "names"):
+    for key in ("dtypes", "shapes", "names", "worst_element", "time_s"):
         column[key] = []
     for index, result in samples:
         if not isinstance(result, OutputCompareResult):
@@ -66,10 +68,12 @@ def _output_columns(name: str, samples) -> dict:
         if threshold is None:
             column["threshold"].append(None)
         else:
-            key = (threshold.check_error_stat, float(threshold.atol), float(threshold.rtol))
+            exact = bool(getattr(threshold, "exact", False))
+            key = (threshold.check_error_stat, float(threshold.atol), float(threshold.rtol), exact)
             if key not in table:
                 table[key] = len(thresholds)
-                thresholds.append({"stat": key[0], "atol": json_number(key[1]), "rtol": json_number(key[2])})
+                entry = {"stat": key[0], "atol": json_number(key[1]), "rtol": json_number(key[2])}
+                thresholds.append({**entry, "exact": True} if exact else entry)
             column["threshold"].append(table[key])
         for metric in METRIC_FIELDS:
             column[metric].append(json_number(getattr(result, metric)))
@@ -82,6 +86,10 @@ def _output_columns(name: str, samples) -> dict:
         column["dtypes"].append(None if result.dtypes is None else [str(d) for d in result.dtypes])
         column["shapes"].append(None if result.shapes is None else [[int(d) for d in shape] for shape in result.shapes])
         column["names"].append([result.output0_name, result.output1_name])
+        column["worst_element"].append(
+            element_json(result.worst_values, result.worst_absdiff, result.worst_reldiff, result.nan_counts)
+        )
+        column["time_s"].append(json_number(getattr(result, "time_s", None)))
     return {"output": name, "thresholds": thresholds, **column}
 
 
@@ -101,7 +109,11 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "model": run.model,
         "title": run.title,
         "commit": run.commit,
-        "config": {"sha256": run.config_sha256, "settings": run.settings},
+        "config": {
+            "sha256": run.config_sha256,
+            "settings": run.settings,
+            **({"path": run.config_path} if run.config_path else {}),
+        },
         "golden": {
             "iterations": run.total,
             "files_sha256": run.golden["files_sha256"],
@@ -126,8 +138,7 @@ def write_partial(run: ComparedRun, path) -> Path:
     path = Path(path)
     text = json.dumps(partial_document(run), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8")
+        write_atomic(path, text + "\n", "partial result file")
     except OSError as err:
         raise GateError(f"{path}: cannot write the partial result file ({err.strerror or err}).") from err
     return path
@@ -205,6 +216,7 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
                 read.get(entry, "stat", f"{spot}.stat", str, "a statistic's name"),
                 read.number(read.get(entry, "atol", f"{spot}.atol", (int, float, str), "a number"), f"{spot}.atol"),
                 read.number(read.get(entry, "rtol", f"{spot}.rtol", (int, float, str), "a number"), f"{spot}.rtol"),
+                exact=read.get(entry, "exact", f"{spot}.exact", (bool,), "true or absent", optional=True) is True,
             )
         )
     indices = [read.integer(v, f"{where}.index") for v in read.get(data, "index", f"{where}.index", list, "a list")]
@@ -225,6 +237,13 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             "names",
         )
     }
+    elements = data.get("worst_element") if isinstance(data, dict) else None  # absent before 1.x
+    if elements is None:
+        elements = [None] * n
+    elif not isinstance(elements, list) or len(elements) != n:
+        raise read.fail(f"{where}.worst_element", f"a list of {n} entries (one per iteration)")
+    # Comparison times (optional: files written before they were recorded have none).
+    times = read.column(data, "time_s", where, n) if data.get("time_s") is not None else [None] * n
     samples = []
     for j, index in enumerate(indices):
         spot = f"{where}[{index}]"
@@ -245,6 +264,10 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
         if not all(n is None or isinstance(n, str) for n in names):
             raise read.fail(f"{spot}.names", "two output names or nulls")
         worst = _int_list(read, col["worst_index"][j], f"{spot}.worst_index")
+        try:
+            element = element_from_json(elements[j])
+        except TypeError:
+            raise read.fail(f"{spot}.worst_element", "null or the worst element's values and differences") from None
         result = OutputCompareResult(
             thresholds=None if t is None else thresholds[t],
             passed=passed,
@@ -255,11 +278,13 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             ),
             mismatch_count=read.integer(col["mismatch_count"][j], f"{spot}.mismatch_count", optional=True),
             worst_index=None if worst is None else tuple(worst),
+            **element,
             dtypes=_pair_of(read, col["dtypes"][j], f"{spot}.dtypes", str, nullable=True),
             shapes=shapes,
             output0_name=names[0],
             output1_name=names[1],
             **{metric: read.number(col[metric][j], f"{spot}.{metric}") for metric in METRIC_FIELDS},
+            time_s=read.number(times[j], f"{spot}.time_s"),
         )
         samples.append((index, result))
     return name, samples
@@ -319,7 +344,10 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         stopped = {
             "iteration": read.integer(stopped.get("iteration"), "stopped.iteration", optional=True),
             "message": read.get(stopped, "message", "stopped.message", str, "a string"),
+            "output": read.get(stopped, "output", "stopped.output", str, "a string", optional=True),
         }
+        if stopped["output"] is None:  # files from runs whose stop named no output
+            del stopped["output"]
     aggregation = data.get("aggregation")
     if aggregation not in ("per_sample", "average"):
         raise read.fail("aggregation", '"per_sample" or "average"')
@@ -354,4 +382,5 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         duration_s=duration if math.isfinite(duration) else 0.0,
         facts={str(k): str(v) for k, v in facts.items()},
         commit=commit if isinstance(commit, str) else None,
+        config_path=read.get(config, "path", "config.path", str, "a string", optional=True) or "",
     )

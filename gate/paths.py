@@ -4,7 +4,10 @@ symlink), and no report the gate writes may land outside it or over a file the g
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import tempfile
 from pathlib import Path
 
 from gate.errors import GateError
@@ -27,13 +30,24 @@ def confinement_root(config_path: Path | None, explicit=None) -> Path:
     return Path(config_path).resolve().parent
 
 
+def real_path(path, what: str) -> Path:
+    """``os.path.realpath(path)`` as a Path.
+
+    Raises:
+        GateError: ``path`` holds a NUL character (no file system takes one), naming ``what`` it is.
+    """
+    if "\0" in os.fsdecode(path):
+        raise GateError(f"{os.fsdecode(path)!r}: {what} holds a NUL character; a path cannot hold one.")
+    return Path(os.path.realpath(path))
+
+
 def require_inside(path: Path, root: Path, what: str) -> Path:
     """Returns ``path`` resolved (symlinks followed) when it lies inside ``root``.
 
     Raises:
         GateError: it resolves outside ``root``, naming both.
     """
-    resolved = Path(os.path.realpath(path))
+    resolved = real_path(path, what)
     real_root = Path(os.path.realpath(root))
     if resolved != real_root and real_root not in resolved.parents:
         via = " (through a symlink)" if Path(os.path.abspath(path)) != resolved else ""
@@ -59,9 +73,9 @@ def require_output(path, root: Path, what: str, protected=(), default=None) -> P
     """
     if not is_default_path(path, default):
         require_inside(path, root, what)
-    resolved = Path(os.path.realpath(path))
+    resolved = real_path(path, what)
     for source, description in protected:
-        real = Path(os.path.realpath(source))
+        real = real_path(source, description)
         if resolved == real:
             where = f"would overwrite {description}"
         elif real in resolved.parents:
@@ -87,3 +101,100 @@ def replaceable(path, kind: str) -> bool:
         return True
     except OSError:
         return False
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path, what: str = "the file"):
+    """``path`` opened for reading in binary (a buffered file object), only when it is a regular
+    file: a FIFO, socket, device or directory is refused without blocking (the file is opened with
+    ``O_NONBLOCK``, which makes opening a FIFO return at once, then checked with ``fstat``).
+
+    Raises:
+        GateError: ``path`` is not a regular file, naming it, ``what`` it should be and what it is.
+        OSError: it cannot be opened (FileNotFoundError, PermissionError, ...), as ``open`` raises it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "a device")
+            raise GateError(f"{path}: {what} is {kind}, not a regular file; expected a file.")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path, what: str = "the file", limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`); with ``limit``, at most
+    ``limit + 1`` bytes are read, so a caller can tell a file over its size bound.
+
+    Raises:
+        GateError: not a regular file. OSError: it cannot be opened or read.
+    """
+    with open_regular(path, what) as file:
+        return file.read() if limit is None else file.read(limit + 1)
+
+
+def refuse_symlinks(folder, what: str) -> None:
+    """Refuses a folder the gate is about to replace files in (``record``'s golden folder) when
+    anything below it is a symbolic link: deleting or writing "inside" it would then delete or write
+    wherever the link leads. The folder itself is checked by the config (``require_inside``).
+    Walked without following links; a missing folder passes.
+
+    Raises:
+        GateError: naming the first link found and ``what`` the folder is.
+    """
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            path = os.path.join(parent, name)
+            if os.path.islink(path):
+                raise GateError(
+                    f"{path}: {what} holds a symbolic link (to {os.readlink(path)}); the gate never deletes or "
+                    "writes through one. Replace it with a real file or folder."
+                )
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path, data: str | bytes, what: str = "report") -> Path:
+    """Writes ``data`` (text as UTF-8) to ``path`` all at once or not at all: into a temporary file
+    in the same folder, flushed to disk, then renamed over ``path`` (``os.replace``, atomic on POSIX
+    within one file system). A failed write (a full disk, a killed process) leaves the old file as it
+    was, or no file, never a truncated one; the temporary file is removed. A symbolic link at
+    ``path`` (dangling or not) is refused, never written through or replaced. Parent folders are
+    created; the file gets the mode a plain ``open`` would give it (0666 less the umask).
+
+    Returns:
+        ``path`` as a Path.
+    Raises:
+        GateError: ``path`` is a symbolic link, naming ``what`` the file is and where the link leads.
+        OSError: the folder cannot be created or the file written (the old file is intact).
+    """
+    path = Path(path)
+    if os.path.islink(path):
+        raise GateError(
+            f"{path}: the {what} path is a symbolic link (to {os.readlink(path)}); the gate never writes through one."
+        )
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(payload)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path

@@ -73,6 +73,9 @@ class Request:
     fail_on: str = "threshold"
     margins: object = None
     shard: object = None  # gate.shards.Shard
+    devices: str | None = None  # check --devices (gate.parallel)
+    jobs: int | None = None  # check --jobs
+    preview_precision: str | None = None  # check --preview-precision (gate.preview)
     title: str | None = None  # merge: replaces the shards' title
     partials: tuple = ()  # merge
     run: RunOptions | None = None
@@ -154,9 +157,10 @@ def _execute(request: Request, state: dict) -> Outcome:
     )
     baseline = _load_baseline(request)
     if request.command == "check":
-        from gate.job import check
+        from gate.parallel import check_with  # plain, in parallel (--devices / --jobs) or a precision preview
 
-        result = check(config, request.shard, partial=request.partial is not None)
+        partial = request.partial is not None
+        result = check_with(config, request.shard, partial, request.devices, request.jobs, request.preview_precision)
     elif request.command == "merge":
         result = _merge(request)
     else:
@@ -236,9 +240,9 @@ def _apply_baseline(request: Request, result: GateResult, baseline) -> None:
         raise _baseline_error(request, err) from err
 
 
-def write_reports(outcome: Outcome, kinds=report_files.KINDS, commit=None, key=None) -> dict:
+def write_reports(outcome: Outcome, kinds=report_files.KINDS, commit=None, key=None, environ=None) -> dict:
     """Writes ``outcome.result`` to each report file of ``kinds`` that has a checked path; returns
-    ``kind -> path`` of those written.
+    ``kind -> path`` of those written (``environ``: the action's, for the JUnit file's workspace).
 
     Raises:
         GateError: a file cannot be written (the ones before it are written).
@@ -247,7 +251,7 @@ def write_reports(outcome: Outcome, kinds=report_files.KINDS, commit=None, key=N
     for kind in kinds:
         path = outcome.paths.get(kind)
         if path is not None:
-            written[kind] = report_files.write(kind, path, outcome.result, commit, key)
+            written[kind] = report_files.write(kind, path, outcome.result, commit, key, environ)
     return written
 
 

@@ -277,9 +277,10 @@ def place(path, data: bytes, what: str) -> Path:
     return path
 
 
-def render(kind: str, result, commit: str | None = None, key: str | None = None) -> bytes:
+def render(kind: str, result, commit: str | None = None, key: str | None = None, environ=None) -> bytes:
     """The bytes of report file ``kind`` for ``result``, written by that kind's own writer into a
-    private scratch folder (so that every writer's format stays its own) and read back."""
+    private scratch folder (so that every writer's format stays its own) and read back. ``environ``
+    (default ``os.environ``) gives the JUnit file's ``GITHUB_WORKSPACE``."""
     from gate.report import render_markdown, write_junit
     from gate.results_file import write_report
 
@@ -288,7 +289,7 @@ def render(kind: str, result, commit: str | None = None, key: str | None = None)
     with tempfile.TemporaryDirectory(prefix="accuracy-gate-") as scratch:
         path = Path(scratch) / f"report.{kind}"
         if kind == "junit":
-            write_junit(result, path)
+            write_junit(result, path, environ)
         elif kind == "report":
             write_report(result, path, commit, key)
         else:
@@ -357,15 +358,16 @@ def release() -> None:
     _folders.clear()
 
 
-def write(kind: str, path, result, commit: str | None = None, key: str | None = None) -> Path:
+def write(kind: str, path, result, commit: str | None = None, key: str | None = None, environ=None) -> Path:
     """Writes ``result`` as the report file ``kind`` (a key of :data:`WHAT`) at ``path``, atomically and
-    never through a symlink (:func:`place`), parent folders created; returns the path.
+    never through a symlink (:func:`place`), parent folders created; returns the path. ``environ``
+    (default ``os.environ``) gives the JUnit file's ``GITHUB_WORKSPACE``.
 
     Raises:
         GateError: the file cannot be written (one line naming it).
     """
     path = Path(path)
     try:
-        return place(path, render(kind, result, commit, key), WHAT[kind])
+        return place(path, render(kind, result, commit, key, environ), WHAT[kind])
     except OSError as err:
         raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err

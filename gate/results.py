@@ -19,10 +19,16 @@ EXIT_CODES = {PASSED: 0, REGRESSED: 1, ERROR: 2}
 class OutputVerdict:
     """One output of one runner pair, over every iteration.
 
-    ``abs_value``/``rel_value`` are the checked statistic (``stat``; for elemwise the max) of the
-    worst iteration, or the average over iterations with ``check_average``. ``worst_index`` is the
-    element with the largest absolute difference in that iteration. ``error`` is set when the output
-    could not be compared (shape mismatch, missing on one side).
+    ``abs_value`` is the checked statistic's absolute error (``stat``; for elemwise the max) of the
+    worst iteration (``worst_iteration``: the largest among failed iterations, else among all),
+    ``rel_value`` its relative error in the iteration where that is largest (``rel_iteration``),
+    or both the average over iterations with ``check_average``. ``worst_index`` is the worst element
+    of ``worst_iteration`` (the largest absolute difference, among the elements out of tolerance
+    for elemwise; the first differing element when ``exact``), with its values in both runners
+    (``worst_values``) and its own ``worst_absdiff`` / ``worst_reldiff``. ``exact``: every element
+    must be equal (integer, bool and string outputs without a tolerance of their own).
+    ``nan_counts``: in the worst iteration, elements NaN on both sides and on one side only.
+    ``error`` is set when the output could not be compared (shape mismatch, missing on one side).
     """
 
     pair: tuple[str, str]
@@ -43,6 +49,12 @@ class OutputVerdict:
     averaged: bool = False
     error: str | None = None
     dtypes: tuple | None = None
+    exact: bool = False
+    rel_iteration: int | None = None
+    worst_values: tuple | None = None
+    worst_absdiff: float | None = None
+    worst_reldiff: float | None = None
+    nan_counts: tuple | None = None
     # Against a baseline (gate.baseline): its values of the same statistic, and the verdict in
     # ``fail_on = "regression"`` mode. ``passed`` is then the gate's verdict for the row;
     # ``known_failure`` marks a row out of tolerance exactly as on the baseline (passed, with a caveat).
@@ -58,6 +70,9 @@ class OutputVerdict:
     # iteration lacks the output or has no statistic), for charts; not part of row equality.
     values: list | None = field(default=None, compare=False, repr=False)
     baseline_values: list | None = field(default=None, compare=False, repr=False)
+    # Seconds spent comparing this output over every iteration (None: not measured, e.g. read from
+    # a file that does not record it); the JUnit testcase's time. Not part of row equality.
+    time_s: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def dtypes_differ(self) -> bool:
@@ -90,19 +105,63 @@ class OutputVerdict:
             return f"passed as on the baseline (out of tolerance there too, not worse by more than the margin): {text}"
         return ("FAILED: " if not self.passed else "passed: ") + text
 
+    def _element(self) -> str:
+        """`` (onnxrt 1.5 vs golden -inf, abs error inf, rel error nan)``: the worst element's values
+        and its own differences, or ""."""
+        if self.worst_values is None:
+            return ""
+        values = f"{self.pair[0]} {fmt_value(self.worst_values[0])} vs {self.pair[1]} {fmt_value(self.worst_values[1])}"
+        if self.exact:
+            return f" ({values})"
+        return f" ({values}, abs error {fmt(self.worst_absdiff)}, rel error {fmt(self.worst_reldiff)})"
+
+    def _exact_statistics(self) -> str:
+        if self.passed and not self.regressed:
+            return f"exact: every element equal in {plural(self.iterations, 'iteration')}"
+        text = "exact: "
+        if self.worst_iteration is not None and self.worst_index is not None:
+            text += f"element {list(self.worst_index)} of iteration {self.worst_iteration} differs{self._element()}"
+        else:
+            text += f"elements differ (max abs error {fmt(self.abs_value)})"
+        if self.mismatch_count:
+            text += f"; {self.mismatch_count} of {self.num_elements} elements differ"
+        return text
+
     def _statistics(self) -> str:
         stat = "max" if self.stat == "elemwise" else self.stat
         scope = "average over iterations of the" if self.averaged else "worst"
-        text = (
-            f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}), "
-            f"rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)})"
-        )
-        if self.worst_iteration is not None and not self.averaged:
-            text += f" at iteration {self.worst_iteration}"
-            if self.worst_index is not None:
-                text += f", element {list(self.worst_index)}"
-        if self.stat == "elemwise" and self.mismatch_count:
+        same_iteration = self.rel_iteration in (None, self.worst_iteration)
+        if self.exact:
+            text = self._exact_statistics()
+        elif self.averaged or same_iteration:
+            text = (
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}), "
+                f"rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)})"
+            )
+        else:
+            text = (
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}) at iteration "
+                f"{self.worst_iteration}, {scope} {stat} rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)}) "
+                f"at iteration {self.rel_iteration}"
+            )
+        if self.worst_iteration is not None and not self.averaged and not self.exact:
+            if same_iteration:
+                text += f" at iteration {self.worst_iteration}"
+                if self.worst_index is not None:
+                    text += f", element {list(self.worst_index)}{self._element()}"
+            elif self.worst_index is not None:
+                text += f"; worst element {list(self.worst_index)} of iteration {self.worst_iteration}{self._element()}"
+        if self.stat == "elemwise" and self.mismatch_count and not self.exact:
             text += f"; {self.mismatch_count} of {self.num_elements} elements out of tolerance"
+        if self.nan_counts and self.nan_counts[0] and not self.passed:
+            both, one_side = self.nan_counts
+            if one_side:
+                text += f"; NaN on both sides at {plural(both, 'element')}, on one side only at {one_side}"
+            else:
+                text += (
+                    f"; NaN on both sides at the same {plural(both, 'element')} (NaN never equals NaN: "
+                    "nan_compare_equal = true, --nan-compare-equal, treats them as equal)"
+                )
         if not self.averaged:
             text += f"; {self.failed_iterations}/{self.iterations} iterations failed"
         if self.dtypes_differ:
@@ -138,6 +197,8 @@ class GateResult:
     fail_on: str = "threshold"  # or "regression" (gate.baseline)
     # What was compared, for a partial result file (gate.compared_run.ComparedRun); not part of equality.
     run: object | None = field(default=None, compare=False, repr=False)
+    # The gate.toml the run was configured by (as given), for the JUnit file's ``file`` attribute.
+    config_path: str = field(default="", compare=False)
 
     @property
     def exit_code(self) -> int:
@@ -169,6 +230,24 @@ def fmt_delta(value) -> str:
     if math.isinf(value):
         return "+inf" if value > 0 else "-inf"
     return f"{value:+.5g}"
+
+
+def fmt_value(value) -> str:
+    """An element's value for reports: numbers as ``fmt`` but integers in full, text quoted."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:57]) + "..."
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        with np.errstate(over="ignore"):
+            single = np.float32(value)
+        # The shortest text that reads back as the value: float32's when the value is a float32
+        # (most outputs; 0.16998725, not 0.1699872463941574), else float64's.
+        text = str(single) if float(single) == value else repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return fmt(value)
 
 
 def fmt(value) -> str:
@@ -210,8 +289,13 @@ def verdicts(accuracy: AccuracyResult, indices=None) -> list[OutputVerdict]:
             row = _verdict(pair, name, samples, averages.get(name))
             if row.stat is not None:
                 row.values = [_stat_values(result, row.stat)[0] for _, result in samples]
+            times = [getattr(result, "time_s", None) for _, result in samples]
+            if samples and None not in times:
+                row.time_s = float(sum(times))
             if indices is not None and row.worst_iteration is not None:
                 row.worst_iteration = indices[row.worst_iteration]
+            if indices is not None and row.rel_iteration is not None:
+                row.rel_iteration = indices[row.rel_iteration]
             rows.append(row)
     return rows
 
@@ -229,6 +313,17 @@ def finish_rows(rows: list[OutputVerdict], where) -> None:
         if row.error and row.worst_iteration is not None:  # say where it could not be compared
             place = where(row.worst_iteration)
             row.error += f" at iteration {row.worst_iteration}" + (f" ({place})" if place else "")
+
+
+def mark_stopping_output(result: GateResult, stopped: dict) -> None:
+    """After a run stopped part-way (``stopped``: ``{"iteration", "message", "output"?}``), the rows of
+    the output that stopped it (e.g. its golden values hold NaN under ``validate``) are errors, so that
+    no report reads that output as passed over the iterations compared before the stop."""
+    output = stopped.get("output")
+    for row in result.rows:
+        if output is not None and row.output == output and not row.error:
+            row.passed = False
+            row.error = f"stopped the run at iteration {stopped.get('iteration')} (see the error message)"
 
 
 def gate_result(model, title, rows, iterations, duration, facts) -> GateResult:
@@ -283,6 +378,9 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
     worst_iteration, worst = max(
         candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[0])
     )
+    rel_iteration, rel_worst = max(
+        candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[1])
+    )
     row = OutputVerdict(
         pair,
         name,
@@ -298,8 +396,15 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         num_elements=worst.num_elements,
         zero_reference_count=worst.zero_reference_count,
         dtypes=worst.dtypes,
+        exact=bool(getattr(threshold, "exact", False)),
+        rel_iteration=rel_iteration,
+        worst_values=getattr(worst, "worst_values", None),
+        worst_absdiff=getattr(worst, "worst_absdiff", None),
+        worst_reldiff=getattr(worst, "worst_reldiff", None),
+        nan_counts=getattr(worst, "nan_counts", None),
     )
-    row.abs_value, row.rel_value = _stat_values(worst, threshold.check_error_stat)
+    row.abs_value = _stat_values(worst, threshold.check_error_stat)[0]
+    row.rel_value = _stat_values(rel_worst, threshold.check_error_stat)[1]
     if averaged is not None:
         row.averaged = True
         row.passed = bool(averaged)

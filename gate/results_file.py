@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateError
+from gate.paths import read_regular, write_atomic
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict
-from gate.strict_json import json_int, json_number, number_from_json
+from gate.strict_json import element_from_json, element_json, json_int, json_number, number_from_json
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
@@ -79,6 +80,9 @@ def _row(row: OutputVerdict) -> dict[str, Any]:
         "averaged": bool(row.averaged),
         "error": row.error,
         "dtypes": None if row.dtypes is None else [str(d) for d in row.dtypes],
+        "exact": bool(row.exact),
+        "rel_iteration": json_int(row.rel_iteration),
+        "worst_element": element_json(row.worst_values, row.worst_absdiff, row.worst_reldiff, row.nan_counts),
         **_baseline_fields(row),
     }
 
@@ -181,11 +185,12 @@ def dumps_within(document: dict[str, Any], limit: int) -> str:
 
 
 def write_report(result: GateResult, path, commit: str | None = None, comment_key: str | None = None) -> Path:
-    """Write the results file (one line of JSON, UTF-8) and return its path; parent folders are created."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(report_document(result, commit, comment_key)) + "\n", encoding="utf-8")
-    return path
+    """Write the results file (one line of JSON, UTF-8) atomically (``gate.paths.write_atomic``: all
+    or nothing, never through a symlink) and return its path; parent folders are created.
+
+    Raises:
+        GateError: ``path`` is a symbolic link. OSError: the file cannot be written (an old one stays)."""
+    return write_atomic(path, dumps(report_document(result, commit, comment_key)) + "\n", "results file")
 
 
 def results_digest(result: GateResult) -> str:
@@ -288,7 +293,14 @@ class _Reader:
             averaged=self.boolean(data, "averaged", f"{where}.averaged"),
             error=self.text(data, "error", MAX_ROW_ERROR, f"{where}.error", optional=True),
             dtypes=None if dtypes is None else (dtypes[0], dtypes[1]),
+            exact=data.get("exact") is True,
+            rel_iteration=self.integer(data, "rel_iteration", f"{where}.rel_iteration", optional=True),
         )
+        try:
+            for key, value in element_from_json(data.get("worst_element"), MAX_ROW_ERROR).items():
+                setattr(row, key, value)
+        except TypeError:
+            raise self.fail(f"{where}.worst_element", "null or the worst element's values and differences") from None
         if "baseline_abs_value" in data or "baseline_rel_value" in data:
             row.baseline_found = True
             row.baseline_abs = self.number(data, "baseline_abs_value", f"{where}.baseline_abs_value")
@@ -333,8 +345,7 @@ def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport
     source = str(path)
     max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        raw = read_regular(path, "the results file", max_bytes)
     except OSError as err:
         raise GateError(f"{source}: cannot read the results file ({err.strerror or err}).") from err
     if len(raw) > max_bytes:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 from gate.errors import GateError
+from gate.paths import read_regular
 
 
 def json_number(value) -> float | str | None:
@@ -40,6 +40,64 @@ def number_from_json(value) -> float | None:
     return float(value)
 
 
+def element_json(worst_values, worst_absdiff, worst_reldiff, nan_counts) -> dict | None:
+    """The worst element of a result or row for JSON files (results file, partial result file):
+    ``{"values": [v0, v1], "absdiff": num, "reldiff": num, "nan_counts": [both, one side] | null}``
+    (a text value is ``{"text": "..."}``, so that it is never read back as the number "NaN"), or
+    None when there is no element."""
+    if worst_values is None:
+        return None
+    return {
+        "values": [_json_value(v) for v in worst_values],
+        "absdiff": json_number(worst_absdiff),
+        "reldiff": json_number(worst_reldiff),
+        "nan_counts": None if nan_counts is None else [int(n) for n in nan_counts],
+    }
+
+
+def element_from_json(data, limit: int = 4096) -> dict:
+    """The inverse of ``element_json``: keyword arguments ``worst_values``, ``worst_absdiff``,
+    ``worst_reldiff``, ``nan_counts`` (all None for null).
+
+    Raises:
+        TypeError: a malformed entry (callers turn it into their one-line error naming the file).
+    """
+    if data is None:
+        return {"worst_values": None, "worst_absdiff": None, "worst_reldiff": None, "nan_counts": None}
+    if not isinstance(data, dict) or not isinstance(data.get("values"), list) or len(data["values"]) != 2:
+        raise TypeError(data)
+    counts = data.get("nan_counts")
+    if counts is not None and not (
+        isinstance(counts, list) and len(counts) == 2 and all(type(n) is int and n >= 0 for n in counts)
+    ):
+        raise TypeError(counts)
+    return {
+        "worst_values": tuple(_value_from_json(v, limit) for v in data["values"]),
+        "worst_absdiff": number_from_json(data.get("absdiff")),
+        "worst_reldiff": number_from_json(data.get("reldiff")),
+        "nan_counts": None if counts is None else tuple(counts),
+    }
+
+
+def _json_value(value):
+    if isinstance(value, str):
+        return {"text": value}
+    if isinstance(value, (bool, int)):
+        return value
+    return json_number(value)
+
+
+def _value_from_json(value, limit):
+    if isinstance(value, dict):
+        text = value.get("text")
+        if set(value) != {"text"} or not isinstance(text, str) or len(text) > limit:
+            raise TypeError(value)
+        return text
+    if isinstance(value, (bool, int)):
+        return value
+    return number_from_json(value)
+
+
 def json_int(value) -> int | None:
     return None if value is None else int(value)
 
@@ -52,7 +110,7 @@ def load_json(path, what: str) -> dict:
     """A JSON object from ``path``; a missing, unreadable or corrupt file is a one-line GateError."""
     source = str(path)
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular(path, f"the {what}")
     except OSError as err:
         raise GateError(f"{source}: cannot read the {what} ({err.strerror or err}).") from err
     try:

@@ -27,6 +27,22 @@ def example(tmp_path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _junit_files_follow_the_schema(request):
+    """Every JUnit file a test leaves in its tmp_path is valid against junit-10.xsd (tests/junit_schema.py)."""
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is None:
+        return
+    from junit_schema import junit_files, schema_errors
+
+    for path in junit_files(tmp):
+        if path.name.startswith("hostile-"):  # a test's own deliberately invalid file
+            continue
+        errors = schema_errors(path.read_bytes())
+        assert not errors, f"{path} breaks junit-10.xsd: {errors}"
+
+
+@pytest.fixture(autouse=True)
 def _no_github_workspace(monkeypatch):
     """Tests set GITHUB_WORKSPACE themselves where they mean to (a run inside GitHub Actions has it)."""
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
@@ -112,3 +128,16 @@ def gpu_visible() -> bool:
     except GateError:
         return False
     return True
+
+
+def make_nan_gate(folder: Path) -> Path:
+    """A gate of ``make_small_model`` over 3 stored inputs (npz) with golden outputs recorded, then
+    input 1 set to NaN: a check fails on it, a check with ``--validate`` stops there. Returns gate.toml."""
+    make_small_model(folder / "m.onnx")
+    (folder / "inputs").mkdir()
+    for i in range(3):
+        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), i, np.float32))
+    config = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", config).returncode == 0
+    np.savez(folder / "inputs" / "1.npz", x=np.full((1, 64), np.nan, np.float32))
+    return config

@@ -78,14 +78,17 @@ class FakeGitHub:
     - scripted answers (:meth:`script`): e.g. 500, 500, then the real answer, or a 429 with ``Retry-After``.
 
     Every route is also served under GitHub Enterprise Server's ``/api/v3`` prefix. Comments carry
-    ``id``, ``number``, ``body``, ``user.login``, ``html_url``, ``created_at`` and
+    ``id``, ``number``, ``body``, ``user.login`` and ``user.type``, ``performed_via_github_app`` (the
+    App a comment was made through: ``app``'s for an App token, GitHub Actions' for a GITHUB_TOKEN,
+    none for a PAT's or one stored by :meth:`add` without ``app``), ``html_url``, ``created_at`` and
     ``updated_at``; the timestamps come from a fake clock that advances one second per write, so a
     test can tell whether a comment was written again.
     """
 
-    def __init__(self, server, login=None, max_per_page=100, token=TOKEN, read_only=False):
+    def __init__(self, server, login=None, max_per_page=100, token=TOKEN, read_only=False, app=None):
         self.server = server
-        self.login = login  # None: the token is a GITHUB_TOKEN
+        self.login = login  # None: an installation token (GITHUB_TOKEN, or a GitHub App's with ``app``)
+        self.app = app  # a GitHub App's slug: comments are by "<app>[bot]", made through that App
         self.max_per_page = max_per_page
         self.token = token
         self.read_only = read_only
@@ -106,22 +109,38 @@ class FakeGitHub:
     @property
     def author(self) -> str:
         """The login that comments made with this fake's token get."""
-        return self.login or DEFAULT_AUTHOR
+        return self.login or (f"{self.app}[bot]" if self.app else DEFAULT_AUTHOR)
+
+    @property
+    def via_app(self) -> str | None:
+        """The App that comments made with this fake's token are made through (GitHub's
+        ``performed_via_github_app``): the App's, or GitHub Actions' for a GITHUB_TOKEN; None for a PAT."""
+        return None if self.login else (self.app or "github-actions")
 
     def _now(self) -> str:
         self._clock += 1
         return (_EPOCH + dt.timedelta(seconds=self._clock)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def add(self, body, author=DEFAULT_AUTHOR, number=PR, repo=REPO):
-        """Store a comment as if ``author`` had written it on issue ``number``; returns it."""
+    def add(self, body, author=DEFAULT_AUTHOR, number=PR, repo=REPO, app=None):
+        """Store a comment as if ``author`` had written it on issue ``number`` (through GitHub App
+        ``app``, a slug, when given); returns it."""
         self.next_id += 1
         comment_id = self.next_id
         now = self._now()
+        via = None
+        if app:
+            via = {
+                "id": 900000 + len(app),
+                "slug": app,
+                "name": app.replace("-", " ").title(),
+                "owner": {"login": "octo-org"},
+            }
         self.comments[comment_id] = {
             "id": comment_id,
             "number": number,
             "body": body,
-            "user": {"login": author},
+            "user": {"login": author, "type": "Bot" if author.endswith("[bot]") else "User"},
+            "performed_via_github_app": via,
             "html_url": f"https://github.com/{repo}/pull/{number}#issuecomment-{comment_id}",
             "created_at": now,
             "updated_at": now,
@@ -233,7 +252,7 @@ class FakeGitHub:
         if denied := self._denied(request, write=True) or self._too_long(request):
             return denied
         match = LIST_PATH.match(request.path)
-        comment = self.add(request.get_json()["body"], self.author, int(match["number"]), match["repo"])
+        comment = self.add(request.get_json()["body"], self.author, int(match["number"]), match["repo"], self.via_app)
         return json_response(comment, 201)
 
     def update(self, request: Request):

@@ -39,7 +39,8 @@ PR_NUMBER = 7
 HEAD_SHA = "4f1d2c3b4a5968778695a4b3c2d1e0f9a8b7c6d5"
 PUSH_SHA = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
 WORKFLOW = "accuracy"
-TABLE_HEADER = "| output | stat | abs error | atol | rel error | rtol | failed iters | result |"
+TABLE_HEADER = "| result | output | abs error / atol | rel error / rtol | failed iters |"
+PASS, FAIL = "✅\u00a0pass", "❌\u00a0FAIL"  # a table row's first cell
 NOW = 1_700_000_000.0
 _TIME_ATTR = re.compile(r'\stime="[^"]*"')
 
@@ -74,7 +75,7 @@ def perturb_golden(workspace: Path, iteration: int = 5, delta: float = 0.01) -> 
 
 def table_row(markdown: str, output: str = OUTPUT) -> list[str]:
     """The cells of ``output``'s row in a Markdown table (the name is a code span)."""
-    [row] = [line for line in markdown.splitlines() if line.startswith(f"| {md_code(output, in_table=True)} |")]
+    [row] = [line for line in markdown.splitlines() if f" | {md_code(output, in_table=True)} | " in line]
     return [cell.strip() for cell in row.strip("|").split("|")]
 
 
@@ -214,12 +215,11 @@ def test_first_run_comments_and_reports_a_pass(workspace, fake):
     assert comment["user"]["login"] == "github-actions[bot]"
     body = comment["body"]
     assert body.splitlines()[0] == workspace.comment_marker and body.startswith(MARKER_PREFIX)
-    assert OUTPUT in body and table_row(body)[-1] == "pass"
+    assert OUTPUT in body and table_row(body)[0] == PASS
     assert "**passed**: 1 of 1 outputs within tolerance over 8 iterations" in body
     assert f"commit {HEAD_SHA[:12]}" in body  # the PR head, not the test merge commit
     assert "[workflow run](https://github.com/octo/repo/actions/runs/123456)" in body
-    assert [(c.method, c.path) for c in fake.calls] == [
-        ("GET", "/user"),
+    assert [(c.method, c.path) for c in fake.calls] == [  # no GET /user: a GITHUB_TOKEN always gets 403 there
         ("GET", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),
         ("POST", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),
     ]
@@ -244,15 +244,14 @@ def test_first_run_comments_and_reports_a_pass(workspace, fake):
         1e-5,
         8,
     )
-    assert TABLE_HEADER in run.summary and table_row(run.summary)[1:] == [
-        "elemwise",
-        "0",
-        "1e-05",
-        "0",
-        "0.0001",
+    assert TABLE_HEADER in run.summary and table_row(run.summary) == [
+        PASS,
+        md_code(OUTPUT, in_table=True),
+        "0\u00a0/\u00a01e\u221205",
+        "0\u00a0/\u00a00.0001",
         "0/8",
-        "pass",
     ]
+    assert "8 iterations" not in run.summary.split("\n")[4] and "checked statistic: elemwise" in run.summary
     assert run.summary.rstrip() in body  # the comment is the job summary under the marker
     assert junit_results(run.junit) == [(f"model.onnx/{OUTPUT}", [])]
     assert run.final == "::notice title=accuracy-gate::passed: 1 of 1 outputs within tolerance over 8 iterations"
@@ -296,7 +295,7 @@ def test_second_run_updates_the_same_comment_with_the_failure(workspace, fake):
     body = fake.comments[ours["id"]]["body"]
     assert body == patch.body["body"] and body.splitlines()[0] == workspace.comment_marker
     assert f"**regressed**: 1 of 1 outputs out of tolerance: '{OUTPUT_MD}'" in body
-    assert table_row(body)[-2:] == ["1/8", "FAIL"]
+    assert [table_row(body)[0], table_row(body)[-1]] == [FAIL, "1/8"]
     assert f"- `{OUTPUT}`: FAILED:" in body and "at iteration 5" in body
 
     assert (second.outputs["passed"], second.outputs["regressed"]) == ("false", "true")
@@ -410,7 +409,7 @@ def test_token_is_masked_first_and_redacted_from_errors(workspace, httpserver, s
     assert TOKEN not in run.stdout.split("\n", 1)[1] and TOKEN not in run.stderr
     [warning] = run.lines("::warning")
     assert "PR comment" in warning and "Bearer ***" in warning
-    assert "GitHubError: GitHub API GET /user failed with HTTP 502" in run.stderr  # the debug traceback
+    assert f"GitHubError: GitHub API GET /repos/{REPO}/issues/{PR_NUMBER}/comments failed with HTTP 502" in run.stderr
     assert sleeps == [1.0, 2.0, 4.0]  # the GET was retried with backoff, without sleeping for real
 
 
@@ -441,7 +440,7 @@ def test_github_enterprise_api_url_is_used(workspace, fake, httpserver):
 
     assert run.code == 0 and len(fake.on_pr(PR_NUMBER)) == 1
     assert {c.path.split("/repos/")[0] for c in fake.calls if "/repos/" in c.path} == {"/api/v3"}
-    assert [c.path for c in fake.calls if "/repos/" not in c.path] == ["/api/v3/user"]
+    assert [c.path for c in fake.calls if "/repos/" not in c.path] == []  # no GET /user for a GITHUB_TOKEN
 
 
 def test_comment_false_is_the_deprecated_comment_mode_off(workspace, fake, httpserver):
@@ -600,7 +599,7 @@ def test_fork_pull_request_skips_the_comment_with_one_notice_and_still_reports(w
     # Everything else is still written.
     [(_, [failure])] = junit_results(run.junit)
     assert isinstance(failure, Failure)
-    assert table_row(run.summary)[-1] == "FAIL"
+    assert table_row(run.summary)[0] == FAIL
     assert (run.outputs["passed"], run.outputs["regressed"]) == ("false", "true")
     assert run.outputs["report_path"] == "accuracy-gate-report.json"
     assert run.report["status"] == "regressed" and run.report["rows"][0]["output"] == OUTPUT
@@ -631,7 +630,7 @@ def test_read_only_token_403_is_one_notice_and_the_rest_is_reported(workspace, h
     assert final == run.final and final.startswith("::notice title=accuracy-gate::passed")
     assert not run.lines("::warning") and not run.lines("::error")
     assert run.outputs["passed"] == "true" and run.report["status"] == "passed"
-    assert table_row(run.summary)[-1] == "pass"
+    assert table_row(run.summary)[0] == PASS
 
 
 # --- comment modes and keys ----------------------------------------------------------------------
@@ -934,10 +933,11 @@ def test_companion_posts_the_fork_run_results_on_its_pull_request(workspace, fak
     [comment] = fake.on_pr(PR_NUMBER)
     body = comment["body"]
     assert body.splitlines()[0] == workspace.comment_marker  # the PR run's key, so one comment per gate
-    assert table_row(body)[-2:] == ["1/8", "FAIL"] and "**regressed**: 1 of 1 outputs out of tolerance" in body
+    assert [table_row(body)[0], table_row(body)[-1]] == [FAIL, "1/8"]
+    assert "**regressed**: 1 of 1 outputs out of tolerance" in body
     assert f"commit {HEAD_SHA[:12]}" in body
     assert f"[workflow run](https://github.com/{REPO}/actions/runs/999)" in body  # the PR run, with its summary
-    assert table_row(run.summary)[-1] == "FAIL"
+    assert table_row(run.summary)[0] == FAIL
     assert (run.outputs["passed"], run.outputs["regressed"]) == ("false", "true")
     assert json.loads(run.outputs["report_json"])["rows"][0]["output"] == OUTPUT
     assert run.final.startswith("::notice title=accuracy-gate::comment mode: 1 results file(s) for pull request #7")
@@ -1117,11 +1117,11 @@ def test_huge_report_fits_the_comment_and_github_never_answers_422(workspace, fa
     assert body.splitlines()[1] == "## ❌ Accuracy gate: detector.onnx"  # right under the marker
     assert "**regressed**: 600 of 6000 outputs out of tolerance" in body
     assert f"in the [job summary](https://github.com/{REPO}/actions/runs/999) of the workflow run." in body
-    shown = [line for line in body.splitlines() if line.startswith("| `detection/")]
-    assert shown and all(line.endswith("| FAIL |") for line in shown)  # failing rows are kept first
+    shown = [line for line in body.splitlines() if " | `detection/" in line]
+    assert shown and all(line.startswith(f"| {FAIL} |") for line in shown)  # failing rows are kept first
     # The job summary (1 MiB) holds every row.
     assert len(run.summary.encode("utf-8")) <= gh_actions.STEP_SUMMARY_LIMIT
-    assert sum(line.startswith("| `detection/") for line in run.summary.splitlines()) == 6000
+    assert sum(" | `detection/" in line for line in run.summary.splitlines()) == 6000
 
 
 @pytest.mark.parametrize("name, value", [("shard", "1/2"), ("atol", "1"), ("runners", "trt")])

@@ -19,7 +19,7 @@ from gate.config import load_config
 from gate.data import write_iteration
 from gate.data.storage import read_tensor_proto
 from gate.job import record
-from gate.results import fmt_delta
+from gate.results import fmt, fmt_delta
 
 from conftest import make_small_model, write_gate_toml
 
@@ -87,9 +87,16 @@ def text_row(out: str, output: str) -> list[str]:
     return re.split(r"\s{2,}", line.strip())
 
 
-def md_row(markdown: str, output: str) -> list[str]:
-    [line] = [line for line in markdown.splitlines() if line.startswith(f"| `{output}` |")]
+def md_row(markdown: str, output: str, table: int = 0) -> list[str]:
+    """The cells of ``output``'s row in the Markdown report's first table (the verdicts; its name is
+    the second cell) or, with ``table=1``, in the baseline table (its name first)."""
+    lines = [line for line in markdown.splitlines() if f"| `{output}` |" in line]
+    line = [line for line in lines if line.startswith(f"| `{output}` |") == bool(table)][0]
     return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def md_delta(value) -> str:
+    return fmt_delta(value).replace("-", "\u2212")  # the Markdown's minus sign
 
 
 def baseline_of(capsys, gate: Gate, tmp_path: Path, d: float) -> tuple[float, Path, Path]:
@@ -125,8 +132,9 @@ def test_a_known_worsening_shows_as_delta_and_fails_only_in_regression_mode_past
     assert cells[-2].startswith(("+0.02", "+0.019999"))
     assert text_row(out, "y")[-2:] == ["0", "0"]
     markdown = md.read_text()
-    assert "| output | stat | abs error | atol | rel error | rtol | failed iters | result | Δ abs | Δ rel |" in markdown
-    assert md_row(markdown, "s")[-3:-1] == ["pass", fmt_delta(delta)]
+    assert "| result | output | abs error / atol | rel error / rtol | failed iters |" in markdown
+    assert "| output | baseline abs | Δ abs | baseline rel | Δ rel |" in markdown
+    assert md_row(markdown, "s")[0] == "✅\u00a0pass" and md_row(markdown, "s", 1)[2] == md_delta(delta)
     assert "baseline report.json (6 iterations)" in markdown
     [s_case] = [c for suite in JUnitXml.fromfile(str(junit)) for c in suite if c.name.endswith("/s")]
     assert f"delta_abs={fmt_delta(delta)}" in s_case.system_out and not list(s_case.result)
@@ -148,7 +156,9 @@ def test_a_known_worsening_shows_as_delta_and_fails_only_in_regression_mode_past
         f"{error:.5g} vs {base_error:.5g} on the baseline, worse by more than the margin 0.01)"
     ) in out
     assert text_row(out, "s")[-3] == "REGRESSED" and text_row(out, "y")[-3] == "pass"
-    assert md_row(md.read_text(), "s")[-3:-1] == ["REGRESSED", fmt_delta(delta)]
+    assert md_row(md.read_text(), "s")[0] == "❌\u00a0REGRESSED" and md_row(md.read_text(), "s", 1)[2] == md_delta(
+        delta
+    )
     [(name, [failure])] = [
         (c.name, list(c.result)) for suite in JUnitXml.fromfile(str(junit)) for c in suite if list(c.result)
     ]
@@ -172,12 +182,14 @@ def test_a_partial_baseline_gives_the_same_deltas_and_a_baseline_series(gate, tm
     assert code == 0 and text_row(out, "s")[-2] == fmt_delta(error - base_error)
     markdown = md.read_text()
     assert (
-        "`s` (onnxrt vs golden): max abs error per iteration (6 iterations); bars: this run, line: baseline" in markdown
+        "`s` (onnxrt vs golden): max abs error per iteration (6 iterations), atol 0.05; bars: this run, line: baseline"
+        in markdown
     )
     chart = markdown.split("```mermaid\n", 1)[1].split("```", 1)[0]
     assert "    bar [5, 0, 0, 0, 0, 0, 0, 0, 0, 1]" in chart  # five exact iterations, one at 0.03
     assert "    line [5, 0, 0, 1, 0, 0, 0, 0, 0, 0]" in chart  # the baseline's one at 0.01
-    assert "- `y` (onnxrt vs golden): all 6 iterations have max abs error 0" in markdown
+    assert "- `y`: all 6 iterations have max abs error 0" in markdown
+    assert f"| `s` | `█········▂` | `█··▂······` | 0 | {fmt(error)} | 0.05 |" in markdown  # atol above every bin
 
 
 def test_crossing_the_tolerance_is_a_regression_and_an_old_failure_is_known(gate, tmp_path, capsys):

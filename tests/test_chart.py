@@ -1,5 +1,6 @@
-"""The distribution charts in the Markdown report: a Mermaid ``xychart-beta`` per output, a one-line
-note for a distribution that cannot be drawn, escaping, and the size budget (charts go first)."""
+"""The distribution charts in the Markdown report: per output a row of Unicode blocks (any renderer)
+and, folded away, a Mermaid ``xychart-beta``; bins laid out on atol; a one-line note for a distribution
+that cannot be drawn and no chart heading over notes alone; escaping; the size budget (charts go first)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import re
 
 import pytest
 
-from gate.report.chart import MAX_BINS, chart
+from gate.report.chart import MAX_BINS, blocks, chart, histogram
 from gate.report.markdown import MAX_CHARTS, render_markdown
 from gate.results import GateResult, OutputVerdict, gate_result
 
 
-def row(values, name="logits", passed=True, stat="max", baseline=None, **extra) -> OutputVerdict:
-    verdict = OutputVerdict(("onnxrt", "golden"), name, passed, stat=stat, atol=1e-3, rtol=1e-3, **extra)
+def row(values, name="logits", passed=True, stat="max", baseline=None, atol=10.0, **extra) -> OutputVerdict:
+    """atol above every value by default (bins of equal width from the lowest value)."""
+    verdict = OutputVerdict(("onnxrt", "golden"), name, passed, stat=stat, atol=atol, rtol=1e-3, **extra)
     verdict.values = values
     if baseline is not None:
         verdict.baseline_found = True
@@ -29,7 +31,8 @@ def result_of(rows) -> GateResult:
 
 def parse(lines: list[str]) -> dict:
     """The Mermaid block's axis labels and series."""
-    assert lines[0] == "```mermaid" and lines[1] == "xychart-beta" and lines[-1] == "```"
+    assert lines[0] == "```mermaid" and lines[2] == "xychart-beta" and lines[-1] == "```"
+    assert lines[1] == '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "#0969da, #bc4c00"}}}}%%'
     body = "\n".join(lines)
     labels = re.search(r'x-axis "[^"]*" \[(.*)\]', body).group(1)
     return {
@@ -48,10 +51,10 @@ def test_a_histogram_of_every_iteration_with_the_baseline_on_the_same_bins():
     assert len(chart_data["labels"]) == MAX_BINS == len(set(chart_data["labels"]))
     assert chart_data["labels"][-1] == "2"  # bins span both series: 0 .. 2
     assert sum(chart_data["bar"]) == len(values) and sum(chart_data["line"]) == 4
-    # bins [0, .2), [.2, .4), ... [1.8, 2]; the largest value falls in the last
-    assert chart_data["bar"] == [3, 1, 1, 0, 1, 1, 0, 0, 0, 0]
+    # bins [0, .2], (.2, .4], ... (1.8, 2]: right-closed, as the labels (upper edges) say
+    assert chart_data["bar"] == [3, 1, 1, 0, 2, 0, 0, 0, 0, 0]
     assert chart_data["line"] == [2, 0, 1, 0, 0, 0, 0, 0, 0, 1]
-    assert chart_data["top"] == 3
+    assert chart_data["top"] == 10  # at least 10: the y axis ticks are whole iteration counts
 
 
 def test_without_a_baseline_there_is_one_series_and_missing_iterations_are_skipped():
@@ -96,9 +99,9 @@ def test_degenerate_notes_mention_the_baseline():
 
 
 def test_elemwise_charts_the_max_and_a_foreign_statistic_name_never_reaches_mermaid():
-    assert chart(row([0.0, 1.0], stat="elemwise"))[0][2].startswith('    x-axis "max abs error')
+    assert chart(row([0.0, 1.0], stat="elemwise"))[0][3].startswith('    x-axis "max abs error')
     lines, _ = chart(row([0.0, 1.0], stat='max"]\n```\n<img src=x>'))
-    assert lines[2].startswith('    x-axis "checked abs error') and "<img" not in "\n".join(lines)
+    assert lines[3].startswith('    x-axis "checked abs error') and "<img" not in "\n".join(lines)
 
 
 def test_markdown_shows_failing_outputs_first_and_at_most_max_charts():
@@ -130,3 +133,57 @@ def test_charts_are_dropped_first_to_fit_the_budget():
     assert "the charts are left out" in tight
     for budget in (300, 600, 1200, 2000, 4000):
         assert len(render_markdown(result, budget=budget).encode()) <= budget
+
+
+def test_bins_are_laid_out_on_atol_and_the_blocks_mark_it():
+    hist, note = histogram(row([0.0, 0.05, 0.1, 0.3, 0.35, 1.0], atol=0.31))
+    assert note is None and hist.edges[0] == 0.0 and hist.edges[-1] == 1.0
+    assert len(hist.counts) == MAX_BINS + 1 and sum(hist.counts) == 6
+    k = hist.above.index(True)
+    assert hist.edges[k] == pytest.approx(0.31) and not any(hist.above[:k]) and all(hist.above[k:])
+    # [0, 0.01], (0.01, 0.11], ... (0.21, 0.31] | (0.31, 0.41], ... (0.91, 1]: 4 values at or below atol
+    assert sum(hist.counts[:k]) == 4 and sum(hist.counts[k:]) == 2
+    assert blocks(hist, hist.counts) == "▄█·▄┃▄·····▄"
+    lines, _ = chart(row([0.0, 0.05, 0.1, 0.3, 0.35, 1.0], atol=0.31))
+    assert parse(lines)["labels"][k - 1] == "atol" and '"max abs error (bin upper edge), atol 0.31"' in lines[3]
+
+
+def test_atol_outside_the_range_is_said_in_the_axis_title():
+    below, _ = chart(row([0.5, 1.0], atol=0.1))
+    above, _ = chart(row([0.5, 1.0], atol=2.0))
+    assert '"max abs error (bin upper edge), atol 0.1 below every bin"' in below[3]
+    assert '"max abs error (bin upper edge), atol 2 above every bin"' in above[3]
+
+
+def test_the_chart_section_renders_exactly():
+    rows = [row([0.0, 0.05, 0.1, 0.3, 0.35, 1.0], name="y", passed=False, atol=0.31), row([0.0] * 6, name="s")]
+    markdown = render_markdown(result_of(rows))
+    section = markdown.split("**Distribution**", 1)[1].split("<details><summary>Failures", 1)[0]
+    mermaid = "\n".join(chart(rows[0])[0])
+    assert section == "\n".join(
+        [
+            " of each output's checked statistic (abs error) over the iterations, in bins from lowest to highest;"
+            " `┃` marks atol:",
+            "",
+            "| output | distribution | from | to | atol |",
+            "|---|---|--:|--:|--:|",
+            "| `y` | `▄█·▄┃▄·····▄` | 0 | 1 | 0.31 |",
+            "",
+            "- `s`: all 6 iterations have max abs error 0; no chart",
+            "",
+            "<details><summary>Charts (Mermaid)</summary>",
+            "",
+            "`y` (onnxrt vs golden): max abs error per iteration (6 iterations), atol 0.31",
+            "",
+            mermaid,
+            "",
+            "</details>",
+            "",
+            "",
+        ]
+    )
+
+
+def test_no_chart_heading_when_nothing_can_be_drawn():
+    markdown = render_markdown(result_of([row([0.0] * 8, name="y"), row([0.0] * 8, name="s")]))
+    assert "Distribution" not in markdown and "no chart" not in markdown and "mermaid" not in markdown

@@ -10,7 +10,15 @@ import onnx
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
-from conftest import EXAMPLE, EXAMPLE_OUTPUT, make_small_model, perturb_golden, run_cli, write_gate_toml
+from conftest import (
+    EXAMPLE,
+    EXAMPLE_OUTPUT,
+    make_nan_gate,
+    make_small_model,
+    perturb_golden,
+    run_cli,
+    write_gate_toml,
+)
 
 
 def one_line_error(proc) -> str:
@@ -277,7 +285,9 @@ def make_gather_model(path):
     onnx.save(model, str(path))
 
 
-def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
+def gather_golden_set_failing_at_2(tmp_path):
+    """The Gather model with 5 recorded iterations, whose stored input 2 is then made out of range
+    (onnxruntime raises there); returns the gate.toml path."""
     make_gather_model(tmp_path / "m.onnx")
     (tmp_path / "inputs").mkdir()
     for i in range(5):
@@ -285,6 +295,11 @@ def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
     cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
     assert run_cli("record", cfg).returncode == 0
     np.savez(tmp_path / "inputs" / "2.npz", ids=np.array([1, 99], np.int64))  # out of range for the table
+    return cfg
+
+
+def test_backend_raising_at_iteration_k_keeps_what_was_compared(tmp_path):
+    cfg = gather_golden_set_failing_at_2(tmp_path)
     junit, summary = tmp_path / "j.xml", tmp_path / "summary.md"
     proc = run_cli("check", cfg, "--junit", junit, "--markdown", summary)
     assert proc.returncode == 2
@@ -331,13 +346,7 @@ def test_paths_cannot_escape_the_config_folder_or_the_data_folder(tmp_path):
 
 
 def test_validate_stops_at_a_nan_output_naming_it(tmp_path):
-    make_small_model(tmp_path / "m.onnx")
-    (tmp_path / "inputs").mkdir()
-    for i in range(3):
-        np.savez(tmp_path / "inputs" / f"{i}.npz", x=np.full((1, 64), i, np.float32))
-    cfg = write_gate_toml(tmp_path, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
-    assert run_cli("record", cfg).returncode == 0
-    np.savez(tmp_path / "inputs" / "1.npz", x=np.full((1, 64), np.nan, np.float32))
+    cfg = make_nan_gate(tmp_path)
     assert run_cli("check", cfg).returncode == 1  # without validate a NaN is an accuracy failure
     proc = run_cli("check", cfg, "--validate", "--junit", tmp_path / "j.xml")
     assert proc.returncode == 2
@@ -515,7 +524,9 @@ def test_an_error_before_a_result_replaces_the_reports_of_an_earlier_pass(tmp_pa
     name, text = error_case(tmp_path / "out" / "j.xml")
     assert (name, text) == (f"{model}/(no outputs)", line.removeprefix("accuracy-gate: error: "))
     markdown = (tmp_path / "out" / "m.md").read_text(encoding="utf-8")
-    assert f"**error (could not evaluate)**: {md_text(text)}" in markdown
+    # The Markdown names files relative to the working directory (here tmp_path), as in the repository.
+    assert f"**error (could not evaluate)**: {md_text(text.replace(f'{tmp_path}/', ''))}" in markdown
+    assert str(tmp_path) not in markdown
     report = json.loads((tmp_path / "out" / "r.json").read_text(encoding="utf-8"))
     assert (report["status"], report["message"]) == ("error", text)
     assert proc.stdout.startswith("JUnit: ") and proc.stdout.rstrip().endswith("out/j.xml")  # nothing else on stdout

@@ -195,7 +195,7 @@ class TestDataLoaderProtocol:
             DataLoader(**kwargs)
 
     def test_unsupported_dtype(self):
-        with pytest.raises(GateError, match="'s'.*object"):
+        with pytest.raises(GateError, match="data type: object.*for input: s. Please use a custom data loader"):
             DataLoader(input_metadata={"s": (np.object_, (2,))})[0]
 
 

@@ -30,6 +30,7 @@ from fake_github import LIST_PATH as _LIST
 from fake_github import json_response as _json
 
 NOW = 1_700_000_000.0
+PAT = "ghp_PERSONALtoken0123456789abcdefXYZ"
 
 
 
@@ -128,9 +129,9 @@ def test_keys_give_separate_comments(fake):
 
 
 def test_pat_author_comes_from_user_endpoint(httpserver):
-    fake = FakeGitHub(httpserver, login="release-bot")
+    fake = FakeGitHub(httpserver, login="release-bot", token=PAT)
     fake.add(f"{marker('default')}\nby the actions bot", author=DEFAULT_AUTHOR)
-    client = _client(httpserver)
+    client = GitHubClient(httpserver.url_for("/"), PAT, sleep=lambda s: None, clock=lambda: NOW)
 
     assert client.authenticated_login() == "release-bot"
     result = upsert_comment(client, REPO, PR, "report")
@@ -139,8 +140,16 @@ def test_pat_author_comes_from_user_endpoint(httpserver):
     assert fake.comments[result["comment_id"]]["user"]["login"] == "release-bot"
 
 
-def test_github_token_user_endpoint_403_gives_none(fake):
+def test_github_token_user_endpoint_is_not_asked(fake):
+    assert not _client(fake.server).can_read_user  # ghs_: an installation token, /user always 403
     assert _client(fake.server).authenticated_login() is None
+    assert fake.requests("GET", "^/user$") == []
+
+
+def test_user_endpoint_403_gives_none(httpserver):
+    fake = FakeGitHub(httpserver, token=PAT)  # a PAT without the right to read its user
+    client = GitHubClient(httpserver.url_for("/"), PAT, sleep=lambda s: None, clock=lambda: NOW)
+    assert client.can_read_user and client.authenticated_login() is None
     assert len(fake.requests("GET", "^/user$")) == 1  # a plain 403 is not retried as a rate limit
 
 

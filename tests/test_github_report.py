@@ -64,12 +64,12 @@ def test_small_report_renders_exactly():
             "",
             "**regressed**: 1 of 2 outputs out of tolerance",
             "",
-            f"4 iterations · commit 4f1d2c3b4a59 · [workflow run]({RUN})",
+            f"4 iterations · checked statistic: elemwise · commit 4f1d2c3b4a59 · [workflow run]({RUN})",
             "",
-            "| output | stat | abs error | atol | rel error | rtol | failed iters | result |",
-            "|---|---|---|---|---|---|---|---|",
-            "| `logits` | elemwise | 0.5 | 1e-05 | 0.25 | 1e-05 | 1/4 | FAIL |",
-            "| `boxes` | elemwise | 0 | 1e-05 | 0 | 1e-05 | 0/4 | pass |",
+            "| result | output | abs error / atol | rel error / rtol | failed iters |",
+            "|---|---|--:|--:|--:|",
+            "| ❌\u00a0FAIL | `logits` | 0.5\u00a0/\u00a01e\u221205 | 0.25\u00a0/\u00a01e\u221205 | 1/4 |",
+            "| ✅\u00a0pass | `boxes` | 0\u00a0/\u00a01e\u221205 | 0\u00a0/\u00a01e\u221205 | 0/4 |",
             "",
             "<details><summary>Failures</summary>",
             "",
@@ -111,7 +111,7 @@ def test_runtime_facts_go_first():
 
     assert _size(short) <= _size(full) - 10
     assert "<summary>Runtime</summary>" not in short and "<summary>Failures</summary>" in short
-    assert short.count("| FAIL |") == 100 and short.count("| pass |") == 300
+    assert short.count("| ❌\u00a0FAIL |") == 100 and short.count("| ✅\u00a0pass |") == 300
     assert short.rstrip().endswith(
         "> **Shortened** to fit GitHub's size limit: the runtime facts are left out. "
         f"The full report is in the [job summary]({RUN}) of the workflow run."
@@ -128,7 +128,7 @@ def test_failure_details_go_next_from_the_last():
     assert _size(short) <= budget
     details = [line for line in short.splitlines() if line.startswith("- `head_")]
     assert 0 < len(details) < 100 and details[0].startswith("- `head_0000/out`")
-    assert short.count("| pass |") == 300  # the table is still whole
+    assert short.count("| ✅\u00a0pass |") == 300  # the table is still whole
     assert f"{len(details)} of 100 failure details are shown; the runtime facts are left out." in short
 
 
@@ -143,15 +143,15 @@ def test_table_rows_go_last_passing_before_failing_and_the_verdict_stays():
     assert (
         lines[0] == "## ❌ Accuracy gate: m.onnx" and lines[2] == "**regressed**: 100 of 400 outputs out of tolerance"
     )
-    rows = [line for line in lines if line.startswith("| `head_")]
-    assert rows and all(line.endswith("| FAIL |") for line in rows)  # every passing row went first
+    rows = [line for line in lines if " | `head_" in line]
+    assert rows and all(line.startswith("| ❌\u00a0FAIL |") for line in rows)  # every passing row went first
     assert rows == sorted(rows)  # the table keeps its order
     assert f"{len(rows)} of 400 table rows are shown ({100 - len(rows)} failing rows left out)" in short
     assert "the failure details are left out; the runtime facts are left out" in short
 
     roomier = render_markdown(result, RUN, SHA, budget=30000)
-    kept = [line for line in roomier.splitlines() if line.startswith("| `head_")]
-    assert sum(line.endswith("| FAIL |") for line in kept) == 100 and len(kept) > 100
+    kept = [line for line in roomier.splitlines() if " | `head_" in line]
+    assert sum(line.startswith("| ❌\u00a0FAIL |") for line in kept) == 100 and len(kept) > 100
 
 
 def test_a_huge_verdict_message_is_cut_but_its_label_stays():
@@ -196,7 +196,11 @@ def test_note_without_a_run_url_and_a_custom_place():
         ("ping @octocat and @everyone, mail a@b", "ping @\u2060octocat and @\u2060everyone, mail a@\u2060b"),
         ("see https://evil.example and www.evil.example", "see https:\u2060//evil.example and www\u2060.evil.example"),
         ("two\nlines\r\n\ttab", "two lines tab"),
-        ("bidi \u202eevil\u202c zero\u200bwidth \x1b[31mred", "bidi evil zerowidth \\[31mred"),
+        # shown escaped, not removed (issue 14): names differing only by them must render distinctly
+        (
+            "bidi \u202eevil\u202c zero\u200bwidth \x1b[31mred",
+            "bidi \\\\u202eevil\\\\u202c zero\\\\u200bwidth \\\\x1b\\[31mred",
+        ),
     ],
 )
 def test_md_text_defuses_markdown(text, expected):
@@ -211,7 +215,7 @@ def test_md_text_defuses_markdown(text, expected):
         ("``x", False, "``` ``x ```"),
         ("a|b", True, "`a\\|b`"),
         ("a|b", False, "`a|b`"),
-        ("line\nbreak", False, "`line break`"),
+        ("line\nbreak", False, "`line\\nbreak`"),  # shown escaped (issue 14)
         ("", False, "(empty)"),
     ],
 )

@@ -12,15 +12,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (
     ("shared", ("gate", "gate.errors", "gate.paths", "gate.common", "gate.strict_json", "gate.per_output",
-                "gate.options")),
+                "gate.options", "gate.limits")),
     ("data", ("gate.data",)),
     ("backend", ("gate.backend",)),
     ("comparator", ("gate.comparator",)),
-    ("verdict", ("gate.results", "gate.shards", "gate.compared_run", "gate.partial_file", "gate.results_file",
-                 "gate.merge", "gate.baseline")),
+    ("verdict", ("gate.dtype_rules", "gate.results", "gate.shards", "gate.compared_run", "gate.partial_file",
+                 "gate.results_file", "gate.merge", "gate.baseline")),
     ("reporters", ("gate.report", "gate.github")),
-    ("glue", ("gate.config", "gate.option_readers", "gate.job", "gate.run", "gate.layerwise", "gate.report_files",
-              "gate.pipeline")),
+    ("glue", ("gate.config", "gate.option_readers", "gate.ahead", "gate.job", "gate.parallel", "gate.preview",
+              "gate.run", "gate.layerwise", "gate.report_files", "gate.pipeline")),
     ("front ends", ("gate.cli", "gate.action", "gate.__main__")),
 )  # fmt: skip
 
@@ -85,6 +85,6 @@ def test_the_known_exceptions_still_exist():
 def test_no_module_is_over_500_lines():
     long = {module_name(p): n for p in (ROOT / "gate").rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
     # Being split concurrently by other branches (a pure move, last): see the report of issue 13.
+    # (gate.comparator.data_loader, also excepted there, is under 500 lines since main's split of it.)
     long.pop("gate.comparator.kernels", None)
-    long.pop("gate.comparator.data_loader", None)
     assert long == {}

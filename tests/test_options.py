@@ -65,6 +65,8 @@ def test_each_command_takes_exactly_the_flags_of_its_options(command):
         ("graph_optimization_level", "basic"),
         ("check_average", "true"),
         ("validate", "false"),
+        ("nan_compare_equal", "true"),
+        ("provider_options", "CUDAExecutionProvider:device_id=0,use_tf32=0"),
         ("title", "Nightly"),
     ],
 )
@@ -103,31 +105,32 @@ def test_the_tolerance_rule_is_the_same_for_flags_inputs_and_gate_toml(raw, tmp_
 
 
 def test_adding_an_option_is_one_entry(monkeypatch):
-    """The example of gate.options' docstring: one Option gives the gate.toml key, the flag of the
-    commands that compare, and the action input, read alike."""
+    """Like the example of gate.options' docstring (nan_compare_equal was added so), a made-up option:
+    one Option gives the gate.toml key, the flag of the commands that compare, and the action input,
+    read alike."""
     from gate.option_readers import add_arguments
 
     new = options.Option(
-        "nan_compare_equal",
-        toml="compare.nan_compare_equal",
-        flags=("--nan-compare-equal",),
-        input="nan_compare_equal",
+        "zeros_compare_equal",
+        toml="compare.zeros_compare_equal",
+        flags=("--zeros-compare-equal",),
+        input="zeros_compare_equal",
         kind=options.BOOL,
         commands=options.COMPARE,
         default=False,
-        help="treat NaN on both sides as equal (default: off)",
+        help="a made-up switch",
     )
     monkeypatch.setattr(options, "OPTIONS", (*options.OPTIONS, new))
     monkeypatch.setitem(options.BY_NAME, new.name, new)
     monkeypatch.setattr(options, "SETTINGS", (*options.SETTINGS, new.name))
     monkeypatch.setattr(option_readers, "OPTIONS", options.OPTIONS)
     monkeypatch.setattr(option_readers, "SETTINGS", options.SETTINGS)
-    assert options.toml_schema()["compare"]["nan_compare_equal"] is bool
+    assert options.toml_schema()["compare"]["zeros_compare_equal"] is bool
     import argparse
 
     for command in ("check", "run"):
         parser = argparse.ArgumentParser()
         add_arguments(parser, command)
-        args = parser.parse_args(["--nan-compare-equal"] + (["gate.toml"] if command == "check" else ["m.onnx"]))
-        assert option_readers.overrides_from_args(args, command)["nan_compare_equal"] is True
-    assert option_readers.overrides_from_inputs({"INPUT_NAN_COMPARE_EQUAL": "true"})["nan_compare_equal"] is True
+        args = parser.parse_args(["--zeros-compare-equal"] + (["gate.toml"] if command == "check" else ["m.onnx"]))
+        assert option_readers.overrides_from_args(args, command)["zeros_compare_equal"] is True
+    assert option_readers.overrides_from_inputs({"INPUT_ZEROS_COMPARE_EQUAL": "true"})["zeros_compare_equal"] is True

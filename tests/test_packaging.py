@@ -1,9 +1,9 @@
 """Packaging of the GitHub Action: action.yml, the Dockerfile and the example workflows.
 
 Lint tools run as subprocesses and are found on PATH (all in the ``test`` extra); a missing tool fails
-the test with the pip package that provides it. ``docker build`` cannot run here, so the slow test
-replays the image's COPY and ``pip install`` steps in a fresh virtual environment and runs the
-entrypoint the way the runner would.
+the test with the pip package that provides it. ``docker build`` cannot run here: the Dockerfile is
+read by tests/dockerfile.py, and tests/test_image_replay.py builds its CPU image for real (debootstrap
+and chroot) and runs the action in it.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ import yaml
 
 from gate.action import DEFAULTS, INPUTS, OUTPUTS
 
+import dockerfile
+from fake_docker import gpu_step, is_gate_run, is_probe, load_gpu_action, mounts, run_gpu_step
+
 ROOT = Path(__file__).resolve().parents[1]
 ACTION_YML = ROOT / "action.yml"
 GPU_ACTION_YML = ROOT / "gpu" / "action.yml"
-DOCKERFILE = ROOT / "Dockerfile"
 README = ROOT / "README.md"
 WORKFLOWS_DIR = ROOT / "examples" / "workflows"
 EXAMPLE_CONFIG = ROOT / "examples" / "ppocr-cls" / "gate.toml"
@@ -64,77 +66,6 @@ def load_action() -> dict:
 
 def workflow_files() -> list[Path]:
     return sorted(p for p in WORKFLOWS_DIR.rglob("*") if p.is_file())
-
-
-# --- Dockerfile parsing ----------------------------------------------------------------------------
-
-
-def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
-    """``(KEYWORD, arguments)`` of each instruction, with ``\\`` continuations joined and comment
-    lines dropped (the default escape character; no heredocs)."""
-    instructions, pending = [], ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#") or (not stripped and not pending):
-            continue
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
-            continue
-        logical = (pending + stripped).strip()
-        pending = ""
-        if logical:
-            keyword, _, args = logical.partition(" ")
-            instructions.append((keyword.upper(), args.strip()))
-    return instructions
-
-
-def exec_form(args: str) -> list[str] | None:
-    """The argument list of an exec-form (JSON array) instruction, or None for the shell form."""
-    try:
-        value = json.loads(args)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
-
-
-def copy_steps(instructions) -> list[tuple[list[str], str]]:
-    """``(sources, destination)`` of each COPY/ADD instruction (no ``--from``; flags dropped)."""
-    steps = []
-    for keyword, args in instructions:
-        if keyword not in ("COPY", "ADD"):
-            continue
-        words = exec_form(args) or shlex.split(args)
-        flags = [w for w in words if w.startswith("--")]
-        assert not any(f.startswith("--from") for f in flags), f"{keyword} {args}: multi-stage COPY is not replayed"
-        paths = [w for w in words if not w.startswith("--")]
-        steps.append((paths[:-1], paths[-1]))
-    return steps
-
-
-def image_files(steps) -> dict[str, Path]:
-    """Image path -> repository path of every file the COPY steps put into the image (Docker's rules:
-    a directory source copies its contents; a file source into a destination ending in ``/`` keeps
-    its name)."""
-    files = {}
-    for sources, dest in steps:
-        for source in sources:
-            src = ROOT / source
-            if not src.exists():
-                continue  # reported by test_dockerfile_copies_only_existing_files
-            if src.is_dir():
-                for path in src.rglob("*"):
-                    if path.is_file() and "__pycache__" not in path.parts:
-                        files[str(PurePosixPath(dest) / path.relative_to(src).as_posix())] = path
-            elif dest.endswith("/") or len(sources) > 1:
-                files[str(PurePosixPath(dest) / src.name)] = src
-            else:
-                files[dest] = src
-    return files
-
-
-def parsed_dockerfile():
-    instructions = dockerfile_instructions(DOCKERFILE.read_text(encoding="utf-8"))
-    return instructions, copy_steps(instructions)
 
 
 # --- lint tools ------------------------------------------------------------------------------------
@@ -205,26 +136,60 @@ def test_action_runs_the_dockerfile_with_documented_defaults():
         assert "name:value" in inputs[name]["description"], f"input {name} does not document name:value"
 
 
-def test_dockerfile_follows_github_rules_and_runs_entrypoint():
-    instructions, steps = parsed_dockerfile()
-    keywords = [keyword for keyword, _ in instructions]
+def test_dockerfile_default_stage_follows_github_rules_and_runs_entrypoint():
+    cpu = dockerfile.stage()  # what `docker build .` and the Docker action (image: Dockerfile) build
+    keywords = [keyword for keyword, _ in cpu.instructions]
     assert "USER" not in keywords, "GitHub runs Docker actions as root: no USER"
     assert "WORKDIR" not in keywords, "GitHub mounts the workspace as the working directory: no WORKDIR"
-    assert keywords.count("ENTRYPOINT") == 1
-    entrypoint = exec_form(dict(instructions)["ENTRYPOINT"])
+    entrypoint = dockerfile.exec_form(cpu.one("ENTRYPOINT"))
     assert entrypoint is not None, "ENTRYPOINT must use the exec form (a JSON array)"
+    assert entrypoint[0] == "/opt/venv/bin/python", "the virtual environment's Python (PEP 668)"
     script = entrypoint[-1]
     assert PurePosixPath(script).name == "entrypoint.py"
-    files = image_files(steps)
+    files = dockerfile.image_files(dockerfile.copy_steps(cpu))
     assert script in files, f"ENTRYPOINT runs {script}, which no COPY puts into the image"
     assert files[script] == ROOT / "entrypoint.py" and files[script].is_file()
-    assert re.fullmatch(r"nvcr\.io/nvidia/tensorrt:\d\d\.\d\d-py3", dict(instructions)["FROM"]), "pin an NGC tag"
+    assert re.fullmatch(r"debian:[a-z]+-\d{8}-slim@sha256:[0-9a-f]{64}", cpu.base), "a dated Debian slim, by digest"
 
 
-def test_dockerfile_copies_only_existing_files():
-    _, steps = parsed_dockerfile()
-    missing = [source for sources, _ in steps for source in sources if not (ROOT / source).exists()]
-    assert not missing, f"the Dockerfile copies {', '.join(missing)}, missing from the repository: docker build fails"
+def test_dockerfile_gpu_stage_has_cuda_12_and_keeps_nvidia_entrypoint():
+    gpu = dockerfile.stage("gpu")
+    assert re.fullmatch(r"nvidia/cuda:12\.\d+\.\d+-cudnn-runtime-ubuntu\d\d\.\d\d@sha256:[0-9a-f]{64}", gpu.base)
+    entrypoint = dockerfile.exec_form(gpu.one("ENTRYPOINT"))
+    assert entrypoint[0] == "/opt/nvidia/nvidia_entrypoint.sh", "NVIDIA entrypoint first (CUDA forward compatibility)"
+    assert entrypoint[1:] == ["/opt/venv/bin/python", "/opt/accuracy-gate/entrypoint.py"]
+    assert dockerfile.stages()[-1].name is None, "the CPU image stays the default (last) stage"
+
+
+@pytest.mark.parametrize("name", ["gpu", None], ids=["gpu", "cpu"])
+def test_dockerfile_installs_locked_dependencies_before_the_code_and_smoke_imports(name):
+    target = dockerfile.stage(name)
+    kinds = []
+    for keyword, args in target.instructions:
+        if keyword == "COPY":
+            kinds.append("lock" if all(s.startswith("lock/") for s in dockerfile.copy_args(args)[0]) else "code")
+        elif keyword == "RUN" and "-r /opt/accuracy-gate/lock/" in args:
+            kinds.append("deps")
+            assert "--require-hashes" in args and "--no-deps" in args and "--no-cache-dir" in args, args
+    assert kinds[:2] == ["lock", "deps"] and set(kinds[2:]) == {"code"}, kinds
+    last_run = target.all("RUN")[-1]
+    assert "pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate" in last_run
+    assert "pip check" in last_run
+    smoke = re.search(r'python -c "import ([^;]+);', last_run)
+    assert smoke, "the last RUN ends with a smoke import"
+    modules = {m.strip() for m in smoke[1].split(",")}
+    expected = {"onnxruntime", "gate.cli"} | ({"tensorrt", "cuda.bindings.runtime"} if name == "gpu" else set())
+    assert modules == expected
+
+
+def test_dockerfile_copies_only_files_of_the_build_context():
+    patterns = dockerfile.ignore_patterns()
+    for target in dockerfile.stages():
+        for sources, _ in dockerfile.copy_steps(target):
+            missing = [s for s in sources if not (ROOT / s).exists()]
+            assert not missing, f"the Dockerfile copies {', '.join(missing)}, missing from the repository"
+            left_out = [s for s in sources if dockerfile.ignored(s.rstrip("/"), patterns)]
+            assert not left_out, f".dockerignore leaves {', '.join(left_out)} out of the build context"
 
 
 def readme_table(heading_word: str) -> dict[str, list[str]]:
@@ -291,16 +256,6 @@ def test_gpu_variant_declares_the_same_inputs_and_forwards_every_one():
 
 GPU_GENERATOR = ROOT / "gpu" / "generate.py"
 GPU_EXTRA_INPUTS = ("image", "gpus", "docker_args")
-
-
-def load_gpu_action() -> dict:
-    return yaml.safe_load(GPU_ACTION_YML.read_text(encoding="utf-8"))
-
-
-def gpu_step() -> dict:
-    steps = load_gpu_action()["runs"]["steps"]
-    assert len(steps) == 1, "gpu/action.yml runs one step"
-    return steps[0]
 
 
 def test_gpu_action_is_generated_from_action_yml():
@@ -390,69 +345,6 @@ def test_gpu_step_forwards_every_input_through_env_and_only_by_name():
     assert not any(f"INPUT_{name.upper()}" in env for name in GPU_EXTRA_INPUTS)
 
 
-# The fake `docker` records each call (argv and the value of every `-e NAME` it was given) as one JSON
-# line; `docker build --iidfile F` writes an image ID to F; `docker run` exits with $FAKE_DOCKER_EXIT.
-FAKE_DOCKER = """#!{python}
-import json, os, sys
-args = sys.argv[1:]
-env = {{}}
-for flag, value in zip(args, args[1:]):
-    if flag == "-e" and "=" not in value:
-        env[value] = os.environ.get(value)
-with open(os.environ["FAKE_DOCKER_LOG"], "a", encoding="utf-8") as log:
-    log.write(json.dumps({{"args": args, "env": env}}) + "\\n")
-if args[0] == "build":
-    with open(args[args.index("--iidfile") + 1], "w", encoding="utf-8") as f:
-        f.write("sha256:0123abcd")
-    sys.exit(0)
-sys.exit(int(os.environ.get("FAKE_DOCKER_EXIT", "0")))
-"""
-
-
-def run_gpu_step(tmp_path, with_values: dict, *, workspace=None, docker_exit=0):
-    """Run the composite step's script as the runner does (``bash --noprofile --norc -eo pipefail``),
-    its env evaluated from ``with_values`` and the inputs' defaults, with a fake ``docker`` on PATH."""
-    spec, step = load_gpu_action()["inputs"], gpu_step()
-    values = {name: str(s.get("default", "")) for name, s in spec.items()}
-    values["github_token"] = "ghs_fake token"
-    values.update(with_values)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_", "RUNNER_", "GATE_"))}
-    for var, expr in step["env"].items():
-        match = re.fullmatch(r"\$\{\{ inputs\.(\w+) \}\}", expr)
-        assert match, f"env {var}: {expr!r} is not an input"
-        env[var] = values[match[1]]
-    bin_dir, temp = tmp_path / "bin", tmp_path / "runner_temp"
-    bin_dir.mkdir()
-    (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable), encoding="utf-8")
-    (bin_dir / "docker").chmod(0o755)
-    commands, elsewhere = temp / "_runner_file_commands", tmp_path / "elsewhere" / "_github_workflow"
-    for folder in (commands, elsewhere, tmp_path / "workspace"):
-        folder.mkdir(parents=True)
-    env.update(
-        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
-        FAKE_DOCKER_EXIT=str(docker_exit),
-        GITHUB_WORKSPACE=workspace or str(tmp_path / "workspace"),
-        GITHUB_ACTION_PATH=str(GPU_ACTION_YML.parent),
-        RUNNER_TEMP=str(temp),
-        GITHUB_OUTPUT=str(commands / "set_output_1"),
-        GITHUB_STEP_SUMMARY=str(commands / "step_summary_1"),
-        GITHUB_EVENT_PATH=str(elsewhere / "event.json"),  # outside RUNNER_TEMP: must be mounted too
-        GITHUB_REPOSITORY="octo/repo",
-        GITHUB_EVENT_NAME="pull_request",
-    )
-    script = tmp_path / "step.sh"
-    script.write_text(step["run"], encoding="utf-8")
-    proc = run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, cwd=tmp_path)
-    log = tmp_path / "docker.log"
-    calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
-    return proc, calls, env
-
-
-def mounts(args: list[str]) -> list[str]:
-    return [value for flag, value in zip(args, args[1:]) if flag == "-v"]
-
-
 def test_gpu_step_builds_the_image_and_runs_it_with_gpus_mounts_and_every_input(tmp_path):
     tricky = 'a b "c" $(touch pwned) `id` ; x'
     proc, calls, env = run_gpu_step(
@@ -460,8 +352,9 @@ def test_gpu_step_builds_the_image_and_runs_it_with_gpus_mounts_and_every_input(
     )
     assert proc.returncode == 0, describe(proc)
     assert not (tmp_path / "pwned").exists()
-    build, docker_run = calls
-    assert build["args"][0] == "build" and build["args"][-1] == f"{GPU_ACTION_YML.parent}/.."
+    build, [probe], [docker_run] = calls[0], [c for c in calls if is_probe(c)], [c for c in calls if is_gate_run(c)]
+    assert build["args"][:3] == ["build", "--target", "gpu"] and build["args"][-1] == f"{GPU_ACTION_YML.parent}/.."
+    assert probe["args"][-6] == "sha256:0123abcd" and calls.index(probe) < calls.index(docker_run)
     args = docker_run["args"]
     assert args[0] == "run" and args[-1] == "sha256:0123abcd", "runs the image it built, by ID"
     assert args[-3:-1] == ["--shm-size=1g", "--ipc=host"], "docker_args, split, just before the image"
@@ -490,7 +383,7 @@ def test_gpu_step_runs_a_given_image_without_gpus_and_passes_the_exit_code(tmp_p
         tmp_path, {"image": "docker://ghcr.io/o/accuracy-gate@sha256:beef", "gpus": ""}, docker_exit=1
     )
     assert proc.returncode == 1, describe(proc)
-    [docker_run] = calls
+    [docker_run] = [c for c in calls if is_gate_run(c)]
     assert docker_run["args"][-1] == "ghcr.io/o/accuracy-gate@sha256:beef"
     assert "--gpus" not in docker_run["args"]
 
@@ -505,72 +398,3 @@ def test_gpu_step_refuses_a_job_container(tmp_path):
     proc, calls, _ = run_gpu_step(tmp_path, {"image": "img"}, workspace="/__w/repo/repo")
     assert proc.returncode == 2 and calls == [], describe(proc)
     assert "container:" in proc.stdout
-
-
-# --- the image's install step, replayed ------------------------------------------------------------
-
-
-def reroot(word: str, rootfs: Path, prefixes: list[str]) -> str:
-    """``word`` with an image path under one of ``prefixes`` moved under ``rootfs``."""
-    for prefix in (p.rstrip("/") for p in prefixes):
-        if word == prefix or word.startswith(prefix + "/"):
-            return str(rootfs / word.lstrip("/"))
-    return word
-
-
-@pytest.mark.slow
-def test_image_install_step_runs_the_example_gate(tmp_path):
-    instructions, steps = parsed_dockerfile()
-    prefixes = sorted({dest for _, dest in steps}, key=len, reverse=True)
-    missing = [source for sources, _ in steps for source in sources if not (ROOT / source).exists()]
-    assert not missing, f"the Dockerfile copies {', '.join(missing)}, missing from the repository: docker build fails"
-    rootfs = tmp_path / "rootfs"
-    for image_path, source in image_files(steps).items():
-        target = rootfs / image_path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = str(venv / "bin" / "python")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-
-    installs = [args for keyword, args in instructions if keyword == "RUN" and "pip install" in args]
-    assert len(installs) == 1, f"expected one `pip install` RUN line, found {installs}"
-    words = shlex.split(installs[0])
-    assert words[0] == "python3" and words[1:3] == ["-m", "pip"], f"unexpected install command {installs[0]!r}"
-    install = [python] + [reroot(w, rootfs, prefixes) for w in words[1:]]
-    proc = run(install, cwd=tmp_path, env=env, timeout=600)
-    assert proc.returncode == 0, describe(proc)
-
-    # The runner sets every declared input (its default, or empty) plus the file-command variables.
-    action = load_action()
-    for name in action["inputs"]:
-        env.pop(name.upper(), None)  # read_input falls back to the bare name
-    env = {k: v for k, v in env.items() if not k.startswith(("INPUT_", "GITHUB_", "RUNNER_"))}
-    for name, spec in action["inputs"].items():
-        default = str(spec.get("default", ""))
-        env[f"INPUT_{name.upper()}"] = "" if "${{" in default else default
-    output_file, summary_file = tmp_path / "github_output", tmp_path / "step_summary"
-    output_file.touch()
-    summary_file.touch()
-    env.update(
-        INPUT_CONFIG=str(EXAMPLE_CONFIG),
-        INPUT_COMMENT="false",
-        GITHUB_OUTPUT=str(output_file),
-        GITHUB_STEP_SUMMARY=str(summary_file),
-        GITHUB_ACTIONS="true",
-        CI="true",
-    )
-    entrypoint = exec_form(dict(instructions)["ENTRYPOINT"])
-    assert entrypoint[0] == "python3"
-    command = [python] + [reroot(w, rootfs, prefixes) for w in entrypoint[1:]]
-    proc = run(command, cwd=tmp_path, env=env, timeout=600)
-    assert proc.returncode == 0, describe(proc)
-
-    assert (tmp_path / "accuracy-gate-junit.xml").is_file(), describe(proc)
-    outputs = output_file.read_text(encoding="utf-8").splitlines()
-    assert "passed=true" in outputs, outputs
-    assert "failed_outputs=[]" in outputs, outputs
-    assert EXAMPLE_OUTPUT in summary_file.read_text(encoding="utf-8")

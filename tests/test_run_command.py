@@ -213,7 +213,7 @@ def test_synthetic_input_that_stops_the_run_is_named_by_iteration_and_seed(tmp_p
                    "5", "--validate", "--junit", "j.xml", "--markdown", "m.md", cwd=tmp_path)  # fmt: skip
     assert one_line(proc) == (
         "accuracy-gate: error: stopped after 3 of 5 iterations: iteration 3 (synthetic inputs, --seed 4): Output "
-        "validation failed: iteration 3, runner 'onnxrt', output 'y' contains NaN."
+        "validation failed: iteration 3 contains invalid values (NaNs/Infs): runner 'onnxrt', output 'y' contains NaN."
     )
     for report in (tmp_path / "j.xml", tmp_path / "m.md"):
         text = report.read_text(encoding="utf-8")

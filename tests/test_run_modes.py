@@ -178,7 +178,8 @@ class TestSavePaths:
         (tmp_path / "real").mkdir()
         (tmp_path / "link").symlink_to(tmp_path / "real")
         for a, b in ((tmp_path / "o.json", tmp_path / "o.json"), (tmp_path / "real", tmp_path / "link")):
-            with pytest.raises(GateError, match="save_inputs_path and save_outputs_path resolve to the same path"):
+            same = "Two of save_inputs_path, save_outputs_path, and save_input_blob_path resolve to the same path"
+            with pytest.raises(GateError, match=same):
                 Comparator.run([runner], loader, save_inputs_path=str(a), save_outputs_path=str(b), streaming=streaming)
         assert loader.reads == 0 and runner.activations == 0
         with pytest.raises(PolygraphyException, match="resolve to the same path"):
@@ -247,7 +248,7 @@ class TestSavePaths:
             next(stream), next(stream), next(stream)
             assert not (tmp_path / "out.json").exists()
             stream.close()
-        warnings = [r for r in caplog.records if "keeps every iteration in memory" in r.getMessage()]
+        warnings = [r for r in caplog.records if "accumulates every iteration in memory" in r.getMessage()]
         assert len(warnings) == 1
         assert not a.is_active and not b.is_active
         run = load_run_results(tmp_path / "out.json")

@@ -90,7 +90,7 @@ def test_settings_defaults_and_effective_profiles():
     ("kwargs", "message"),
     [
         ({"flavour": "onnxrt"}, "TensorRT flavour 'onnxrt' is not one of tensorrt, tensorrt_rtx"),
-        ({"flavour": "tensorrt_rtx", "fp16": True}, "--fp16 is not available with TensorRT flavour tensorrt_rtx"),
+        ({"flavour": "tensorrt_rtx", "int8": True}, "--int8 is not available with TensorRT flavour tensorrt_rtx"),
         ({"strongly_typed": True, "int8": True}, "--int8 cannot be combined with --strongly-typed"),
         ({"compute_capabilities": ["8.6"]}, "compute_capabilities is a TensorRT-RTX setting"),
         (

@@ -12,30 +12,26 @@ import copy
 import itertools
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from gate.comparator.compare import SimpleCompareFunc
-from gate.comparator.data_loader import DataLoader, coerce_feed_dict
+from gate.comparator.data_loader import DataLoader, check_feed_dict, coerce_feed_dict
 from gate.comparator.serde import save_run_results
 from gate.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 from gate.comparator.subprocess_run import run_in_subprocess
-from gate.comparator.writer import IterationWriter, is_single_file
+from gate.comparator.writer import InputBlobWriter, IterationWriter, is_single_file
 from gate.errors import GateError
 
 log = logging.getLogger("gate.comparator")
 
 
 def _check_feed_dict(feed_dict, index):
-    if isinstance(feed_dict, RunResults) or not isinstance(feed_dict, Mapping):
-        raise GateError(
-            f"Input iteration {index} is a {type(feed_dict).__name__}, expected a feed_dict "
-            "(a mapping of input name to array)."
-        )
-    for name in feed_dict:
-        if not isinstance(name, str):
-            raise GateError(f"Input iteration {index} has a non-string input name {name!r}.")
+    try:
+        check_feed_dict(feed_dict)
+    except GateError as err:
+        raise GateError(f"Input iteration {index}: {err}") from None
 
 
 def _set_loader_metadata(data_loader, runner):
@@ -44,14 +40,14 @@ def _set_loader_metadata(data_loader, runner):
             data_loader.input_metadata = runner.get_input_metadata()
 
 
-def _check_save_paths(save_inputs_path, save_outputs_path):
-    if save_inputs_path is None or save_outputs_path is None:
-        return
-    if os.path.realpath(save_inputs_path) == os.path.realpath(save_outputs_path):
-        raise GateError(
-            f"save_inputs_path and save_outputs_path resolve to the same path ('{save_inputs_path}'); "
-            "use distinct paths."
-        )
+def _check_save_paths(save_inputs_path, save_outputs_path, save_input_blob_path=None):
+    paths = (save_inputs_path, save_outputs_path, save_input_blob_path)
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        if paths[i] is not None and paths[j] is not None and os.path.realpath(paths[i]) == os.path.realpath(paths[j]):
+            raise GateError(
+                "Two of save_inputs_path, save_outputs_path, and save_input_blob_path resolve to the same path "
+                f"('{paths[i]}'). Use distinct paths."
+            )
 
 
 def _coerce(feed_dict, metadata):
@@ -105,6 +101,7 @@ class Comparator:
         subprocess_polling_interval=None,
         save_inputs_path=None,
         save_outputs_path=None,
+        save_input_blob_path=None,
         streaming=None,
     ):
         """Runs ``runners`` over the feed_dicts (``name -> numpy.ndarray``) of ``data_loader``.
@@ -139,6 +136,8 @@ class Comparator:
         (inputs only when there are runners; outputs even with none, ``{"lst": []}``). Streaming
         writes a directory as each iteration is produced; a single file keeps deep copies of every
         iteration (one warning) and is written when the generator finishes, is closed, or fails.
+        ``save_input_blob_path``: a directory where each feed_dict's arrays are also written raw
+        (``ndarray.tofile``) as ``<index:010d>/<input name>.bin`` (``writer.InputBlobWriter``).
 
         Returns:
             RunResults, or (``streaming=True``) a generator of single-iteration RunResults.
@@ -151,16 +150,21 @@ class Comparator:
                 inference in materialized mode); a subprocess that cannot start, fails, exits
                 (exit code) or times out, naming the runner.
         """
-        _check_save_paths(save_inputs_path, save_outputs_path)
+        _check_save_paths(save_inputs_path, save_outputs_path, save_input_blob_path)
         if streaming:
             if warm_up:
-                raise GateError("warm_up is not supported with streaming=True; use streaming=False for warm-up runs.")
+                raise GateError(
+                    "streaming=True does not support warm_up or use_subprocess. Set streaming=False to use them "
+                    "(warm_up is not supported with streaming=True)."
+                )
             if use_subprocess:
                 raise GateError(
-                    "use_subprocess is not supported with streaming=True, which runs all runners at once; "
-                    "use streaming=False to run each runner in its own subprocess."
+                    "streaming=True does not support warm_up or use_subprocess. Set streaming=False to use them "
+                    "(use_subprocess is not supported with streaming=True, which runs all runners at once)."
                 )
-            return Comparator._run_streaming(list(runners), data_loader, save_inputs_path, save_outputs_path)
+            return Comparator._run_streaming(
+                list(runners), data_loader, save_inputs_path, save_outputs_path, save_input_blob_path
+            )
         return Comparator._run_materialized(
             list(runners),
             data_loader,
@@ -170,10 +174,13 @@ class Comparator:
             30 if subprocess_polling_interval is None else subprocess_polling_interval,
             save_inputs_path,
             save_outputs_path,
+            save_input_blob_path,
         )
 
     @staticmethod
-    def _run_streaming(runners, data_loader, save_inputs_path=None, save_outputs_path=None) -> Iterator[RunResults]:
+    def _run_streaming(
+        runners, data_loader, save_inputs_path=None, save_outputs_path=None, save_input_blob_path=None
+    ) -> Iterator[RunResults]:
         if not runners:
             log.warning("No runners were provided to Comparator.run(); nothing will run.")
             return
@@ -189,15 +196,17 @@ class Comparator:
             output_writer = IterationWriter(
                 save_outputs_path, combine=RunResults.concat, copy_on_accumulate=True, description="outputs"
             )
+            blob_writer = InputBlobWriter(save_input_blob_path)
             try:
                 for index, feed_dict in enumerate(data_loader):
                     _check_feed_dict(feed_dict, index)
                     if index == 1 and (input_writer.single_file or output_writer.single_file):
                         log.warning(
-                            "Saving streamed iterations to a single file keeps every iteration in memory; "
-                            "save to a directory (a path without an extension) to keep memory constant."
+                            "Saving streamed results to a single file accumulates every iteration in memory; "
+                            "pass a directory (a path without an extension) to keep memory constant."
                         )
                     input_writer.append(feed_dict)
+                    blob_writer.append(feed_dict)
                     run = RunResults()
                     for runner, meta in zip(runners, metadata):
                         outputs = runner.infer(_coerce(feed_dict, meta))
@@ -220,6 +229,7 @@ class Comparator:
         subprocess_polling_interval=30,
         save_inputs_path=None,
         save_outputs_path=None,
+        save_input_blob_path=None,
     ) -> RunResults:
         results = RunResults()
         cache = None
@@ -237,6 +247,10 @@ class Comparator:
                 iterations, cache = _execute_runner(*args)
             results.lst.append((runner.name, iterations))
 
+        if save_input_blob_path is not None and runners:
+            blob_writer = InputBlobWriter(save_input_blob_path)
+            for feed_dict in cache:
+                blob_writer.append(feed_dict)
         if save_inputs_path is not None and runners:
             with IterationWriter(save_inputs_path, description="inputs") as writer:
                 for feed_dict in cache:
@@ -250,6 +264,11 @@ class Comparator:
                     for single in results.split():
                         writer.append(single)
         return results
+
+    @staticmethod
+    def default_comparisons(run_results):
+        """``[(0, 1), (1, 2), ...]``: each runner against the next (Polygraphy's default pairs)."""
+        return [(i, i + 1) for i in range(len(run_results) - 1)]
 
     @staticmethod
     def postprocess(run_results, postprocess_func):
@@ -314,10 +333,12 @@ class Comparator:
                 for index, run in enumerate(run_results):
                     for name, _, out in invalid_outputs(run):
                         kind = "NaN or Inf" if check_inf else "NaN"
-                        raise GateError(
-                            f"Output validation failed: iteration {index}, runner '{name}', "
-                            f"output '{out}' contains {kind}."
+                        err = GateError(
+                            f"Output validation failed: iteration {index} contains invalid values (NaNs/Infs): "
+                            f"runner '{name}', output '{out}' contains {kind}."
                         )
+                        err.output = out  # which output stopped the stream, for the reports
+                        raise err
                     yield run
             finally:
                 if hasattr(run_results, "close"):
@@ -368,8 +389,9 @@ class Comparator:
                     )
                 elif [name for name, _ in merged] != names:
                     raise GateError(
-                        f"Iteration {count} has a different set of runners ({[n for n, _ in merged]}) "
-                        f"than the first iteration ({names})."
+                        f"Streamed iteration {count} contains a different set of runners than the first "
+                        f"({[n for n, _ in merged]} vs. {names}). Every iteration must contain the same runners "
+                        "in the same order."
                     )
                 failed = False
                 for i, j in pairs:
@@ -401,13 +423,23 @@ def _check_averageable(funcs, fail_fast):
     for func in funcs:
         name = getattr(func, "__name__", type(func).__name__)
         if not hasattr(func, "thresholds_for"):
-            raise GateError(f"Compare function {name} does not support average comparison (check_average).")
+            raise GateError(
+                f"The provided compare_func ({name}) does not support average comparison. Use a compare_func "
+                "that produces averageable metrics (sets _RESULT_CLASS and implements thresholds_for) with "
+                "check_average=True."
+            )
         try:
             threshold = func.thresholds_for("")
         except NotImplementedError as err:
-            raise GateError(f"Compare function {name} does not produce averageable metrics (check_average).") from err
+            raise GateError(
+                f"The selected compare_func ({name}) does not produce averageable metrics and cannot be used with "
+                "check_average=True."
+            ) from err
         if getattr(threshold, "check_error_stat", None) == "elemwise":
-            raise GateError("check_average needs check_error_stat max, mean, median or quantile, not elemwise.")
+            raise GateError(
+                "check_average is not supported with check_error_stat='elemwise': it is a per-element check with no "
+                "scalar statistic to average. Specify max, mean, median, or quantile."
+            )
 
 
 def _to_streams(run_results) -> list[Iterable]:

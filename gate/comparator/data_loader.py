@@ -1,10 +1,13 @@
-"""Synthetic inputs (``DataLoader``) and input coercion (``coerce_feed_dict``).
+"""Synthetic inputs (``DataLoader``), and the names of Polygraphy 0.53.6's ``comparator/data_loader.py``.
 
 ``DataLoader`` reproduces Polygraphy 0.53.6's synthetic data loader (``polygraphy/comparator/
 data_loader.py``, numpy backend; ``shared/spec/polygraphy-0.53.6.md`` section 5) value for value:
-the same seed gives the same arrays. ``coerce_feed_dict`` follows spec section 1.4 but is strict
-where Polygraphy guesses: names match exactly (the spirit of deviation D5), a dtype is cast only when
-the cast loses nothing, and a shape is never transposed or reshaped to fit.
+the same seed gives the same arrays (drawn by ``sampler.ArraySampler``). The module's other names
+live beside it and are importable from here: ``coerce_feed_dict`` / ``coerce_buffer``
+(``coerce.py``: spec section 1.4, strict where Polygraphy guesses: names match exactly, the spirit of
+deviation D5, a dtype is cast only when the cast loses nothing, and a shape is never transposed or
+reshaped to fit), ``StreamingDataLoader``, ``DataLoaderCache`` and ``check_feed_dict``
+(``loaders.py``).
 
 Where we differ from Polygraphy on purpose (each is an error, or a value Polygraphy cannot produce):
 
@@ -32,9 +35,24 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from gate.common import is_dynamic_dim, is_valid_shape_override
+from gate.comparator.coerce import _format_shape, _normalize_dtype, _normalize_shape, coerce_buffer, coerce_feed_dict
+from gate.comparator.loaders import DataLoaderCache, StreamingDataLoader, check_feed_dict
+from gate.comparator.sampler import ArraySampler
 from gate.errors import GateError
 
-__all__ = ["DEFAULT_SEED", "DEFAULT_SHAPE_VALUE", "DEFAULT_VAL_RANGE", "DataLoader", "coerce_feed_dict"]
+__all__ = [
+    "DEFAULT_SEED",
+    "DEFAULT_SHAPE_VALUE",
+    "DEFAULT_VAL_RANGE",
+    "ArraySampler",
+    "DataLoader",
+    "DataLoaderCache",
+    "StreamingDataLoader",
+    "check_feed_dict",
+    "coerce_buffer",
+    "coerce_feed_dict",
+]
+BACKEND_MODULES = ("numpy", "torch")
 
 log = logging.getLogger("gate.comparator")
 
@@ -63,41 +81,6 @@ _GENERATED_DTYPES = tuple(
     )
 )
 _MAX_SEED = 2**32 - 1  # np.random.RandomState accepts seeds in [0, 2**32 - 1]
-
-
-def _format_shape(shape):
-    return "None" if shape is None else "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _normalize_shape(shape, where):
-    """A model shape: ints (numpy ints become ints), with str / None / negative ints kept as dynamic."""
-    if shape is None:
-        return None
-    if isinstance(shape, str):
-        raise GateError(f"{where} has shape {shape!r}, expected a sequence of dims.")
-    try:
-        dims = list(shape)
-    except TypeError:
-        raise GateError(f"{where} has shape {shape!r}, expected a sequence of dims.") from None
-    out = []
-    for dim in dims:
-        if dim is None or isinstance(dim, str):
-            out.append(dim)
-            continue
-        try:
-            out.append(operator.index(dim))
-        except TypeError:
-            raise GateError(f"{where} has a dim {dim!r} in shape {dims!r}; expected an int, a str or None.") from None
-    return tuple(out)
-
-
-def _normalize_dtype(dtype, where):
-    if dtype is None:
-        return None
-    try:
-        return np.dtype(dtype)
-    except TypeError:
-        raise GateError(f"{where} has dtype {dtype!r}, which is not a numpy dtype.") from None
 
 
 def _check_bound(value, where):
@@ -144,9 +127,13 @@ class DataLoader:
     Args:
         seed (int): item i uses seed + i. Default 1.
         iterations (int): the number of items. Default 1.
-        input_metadata (Mapping[str, (numpy dtype or None, shape)]): the model's inputs, normally a
-            runner's ``get_input_metadata()`` (``Comparator.run`` sets this attribute from the first
-            runner). A dim that is None, a str or a negative int is dynamic.
+        input_metadata (Mapping[str, (dtype or None, shape)]): the user's metadata (Polygraphy's
+            ``user_input_metadata``): the inputs to generate when no runner's metadata is set, and
+            once ``Comparator.run`` has set the ``input_metadata`` attribute from the first runner,
+            overrides of it: a user dtype replaces the model's, a static user shape is used as an
+            ``input_shapes`` entry (a dynamic one is ignored with a warning). Names may use fnmatch
+            wildcards. A dim that is None, a str or a negative int is dynamic; a shape's ``min`` /
+            ``max`` (``TensorMetadata.add(min_shape=, max_shape=)``) choose a dynamic shape's size.
         val_range ((min, max) or dict[str, (min, max)]): the value range, inclusive for ints and bools.
             A dict gives per-input ranges with ``""`` as the default for inputs it does not list
             (Polygraphy's ``value_or_from_dict``). A bound of None takes the default's bound: the
@@ -164,8 +151,12 @@ class DataLoader:
         shapes_fed (dict[str, tuple[int, ...]]): the shape of every array in the last item generated
             (empty before the first), so dynamic dims that were defaulted can be reported.
 
-    A dynamic dim that no user shape sets becomes 1, with one warning per (input, dim) on the
-    ``gate.comparator`` logger.
+        data_loader_backend_module (str): ``"numpy"`` (default); ``"torch"`` gives the same values
+            as torch tensors (``torch.from_numpy``; Polygraphy draws them with torch's generator) and
+            needs torch.
+
+    A dynamic shape takes its ``min`` shape, else its ``max`` shape; a dynamic dim that no user shape
+    sets becomes 1, with one warning per (input, dim) on the ``gate.comparator`` logger.
 
     Raises:
         GateError: at construction, a bad seed, iteration count, range (min > max, NaN or
@@ -175,7 +166,15 @@ class DataLoader:
             that cannot be generated, or a range that does not fit an integer or bool input.
     """
 
-    def __init__(self, seed=None, iterations=None, input_metadata=None, val_range=None, input_shapes=None):
+    def __init__(
+        self,
+        seed=None,
+        iterations=None,
+        input_metadata=None,
+        val_range=None,
+        data_loader_backend_module=None,
+        input_shapes=None,
+    ):
         self.seed = DEFAULT_SEED if seed is None else seed
         self.iterations = 1 if iterations is None else iterations
         for what, value in (("seed", self.seed), ("iterations", self.iterations)):
@@ -187,7 +186,14 @@ class DataLoader:
                 f"DataLoader seed {self.seed} with {self.iterations} iterations goes past {_MAX_SEED}, "
                 "the largest numpy RandomState seed."
             )
-        self.input_metadata = input_metadata
+        self.user_input_metadata = input_metadata if input_metadata is not None else {}
+        self.input_metadata = None
+        self.data_loader_backend_module = "numpy" if data_loader_backend_module is None else data_loader_backend_module
+        if self.data_loader_backend_module not in BACKEND_MODULES:
+            raise GateError(
+                f"Invalid `data_loader_backend_module`. Note: got: {self.data_loader_backend_module} but valid modules "
+                f"are: {list(BACKEND_MODULES)}"
+            )
         self.val_range = val_range
         self._default_range, self._ranges = self._resolve_val_range(val_range)
         self.input_shapes = self._check_input_shapes(input_shapes)
@@ -249,28 +255,31 @@ class DataLoader:
             log.log(level, message, *args)
 
     def _model_inputs(self):
-        """``[(name, dtype, shape)]`` from ``input_metadata``, else from the user shapes."""
-        if self.input_metadata is None:
-            return [(name, None, shape) for name, shape in self.input_shapes.items()]
-        if not isinstance(self.input_metadata, Mapping):
+        """``[(name, dtype, shape, (min_shape, max_shape))]`` from the runner's ``input_metadata``,
+        else from the user's metadata, else from the user shapes."""
+        meta = self.input_metadata if self.input_metadata is not None else (self.user_input_metadata or None)
+        if meta is None:
+            return [(name, None, shape, (None, None)) for name, shape in self.input_shapes.items()]
+        if not isinstance(meta, Mapping):
             raise GateError(
-                f"DataLoader input_metadata is a {type(self.input_metadata).__name__}; expected a mapping of "
+                f"DataLoader input_metadata is a {type(meta).__name__}; expected a mapping of "
                 "input name to (dtype, shape)."
             )
         inputs = []
-        for name, entry in self.input_metadata.items():
+        for name, entry in meta.items():
             try:
                 dtype, shape = entry
             except (TypeError, ValueError):
                 raise GateError(f"input_metadata['{name}'] is {entry!r}; expected (dtype, shape).") from None
             where = f"Input '{name}'"
-            inputs.append((name, _normalize_dtype(dtype, where), _normalize_shape(shape, where)))
+            bounds = (getattr(shape, "min", None), getattr(shape, "max", None))
+            inputs.append((name, _normalize_dtype(dtype, where), _normalize_shape(shape, where), bounds))
         return inputs
 
     def _user_shapes(self, names):
         """Model input name -> user shape; a later matching ``input_shapes`` key wins (Polygraphy's
         ``match_keys``). A user name that matches no input is an error: a typo must not pass silently."""
-        if self.input_metadata is None:
+        if self.input_metadata is None and not self.user_input_metadata:
             return dict(self.input_shapes)
         matched = {}
         unmatched = []
@@ -285,6 +294,37 @@ class DataLoader:
                 f"input_shapes names {unmatched} match no model input; the model's inputs are {list(names)}."
             )
         return matched
+
+    def _user_overrides(self, names):
+        """``(dtypes, shapes)``: the user metadata's dtypes and static shapes for the model inputs
+        they match (only once a runner's ``input_metadata`` is set; before, they are the model)."""
+        dtypes, shapes = {}, {}
+        if self.input_metadata is None or not self.user_input_metadata:
+            return dtypes, shapes
+        for key, entry in self.user_input_metadata.items():
+            dtype, shape = entry
+            hits = [name for name in names if fnmatchcase(name, key)]
+            if not hits:
+                self._warn_once(
+                    ("user meta", key),
+                    "Input tensor: %s | Metadata was provided, but the input does not exist in one or more runners.",
+                    key,
+                )
+            shape = _normalize_shape(shape, f"input_metadata['{key}']")
+            for name in hits:
+                if dtype is not None:
+                    dtypes[name] = _normalize_dtype(dtype, f"input_metadata['{key}']")
+                if shape is not None and any(is_dynamic_dim(d) for d in shape):
+                    self._warn_once(
+                        ("user dynamic", name),
+                        "Input tensor: %s | Provided input shape: %s is dynamic; dynamic shapes cannot be used to "
+                        "generate inference data. Will use default shape instead.",
+                        name,
+                        _format_shape(shape),
+                    )
+                elif shape is not None:
+                    shapes[name] = shape
+        return dtypes, shapes
 
     def _range(self, name):
         return self._ranges.get(name, self._default_range)
@@ -305,8 +345,9 @@ class DataLoader:
             raise IndexError(f"DataLoader index out of range (it has {self.iterations} iterations).")
 
         inputs = self._model_inputs()
-        names = [name for name, _, _ in inputs]
-        user_shapes = self._user_shapes(names)
+        names = [name for name, _, _, _ in inputs]
+        user_dtypes, user_shapes = self._user_overrides(names)
+        user_shapes.update(self._user_shapes(names))
         unused = [key for key in self._ranges if key not in names]
         if unused:
             self._warn_once(
@@ -316,13 +357,14 @@ class DataLoader:
                 names,
             )
 
-        rng = np.random.RandomState(self.seed + index)
+        rng = ArraySampler("numpy", self.seed + index)
         feed_dict = OrderedDict()
-        for name, dtype, shape in inputs:
+        for name, dtype, shape, bounds in inputs:
+            dtype = user_dtypes.get(name, dtype)
             if dtype is not None and dtype not in _GENERATED_DTYPES:
                 raise GateError(
-                    f"Input '{name}' has dtype {dtype}, for which no synthetic data can be generated; "
-                    "use a custom data loader."
+                    f"Could not convert data type: {dtype} to numpy, so the default data loader cannot generate "
+                    f"a numpy array for input: {name}. Please use a custom data loader to provide inputs."
                 )
             user_shape = user_shapes.get(name)
             shape_tensor = False
@@ -334,11 +376,25 @@ class DataLoader:
                         f"its model shape {_format_shape(shape)} (same rank and equal static dims expected)."
                     )
                 shape = user_shape
+            elif shape is not None and any(is_dynamic_dim(d) for d in shape) and bounds != (None, None):
+                bound = _normalize_shape(bounds[0] if bounds[0] is not None else bounds[1], f"Input '{name}'")
+                if not is_valid_shape_override(bound, shape):
+                    raise GateError(
+                        f"Input tensor: {name} | Cannot override original shape: {_format_shape(shape)} to "
+                        f"{_format_shape(bound)}"
+                    )
+                shape = bound
             if shape_tensor:
                 feed_dict[name] = self._shape_tensor_values(name, dtype, user_shape)
             else:
                 feed_dict[name] = self._sample(rng, name, dtype, self._static_shape(name, shape))
         self.shapes_fed = {name: tuple(array.shape) for name, array in feed_dict.items()}
+        if self.data_loader_backend_module == "torch":
+            try:
+                import torch
+            except ImportError:
+                raise GateError("Module: 'torch' is required but could not be imported.") from None
+            feed_dict = OrderedDict((name, torch.from_numpy(array)) for name, array in feed_dict.items())
         return feed_dict
 
     @staticmethod
@@ -400,121 +456,12 @@ class DataLoader:
                     f"val_range [{imin}, {imax}] for input '{name}' does not fit its dtype {dtype} "
                     f"([{info.min}, {info.max}])."
                 )
-            return np.array(rng.randint(low=imin, high=imax + 1, size=shape, dtype=dtype))
+            return rng.sample_integer(shape, dtype, imin, imax)
         if dtype is not None and dtype.kind == "b":
             bmin, bmax = bool(low), bool(high)
             if bmin > bmax:
                 raise GateError(
                     f"val_range [{low}, {high}] for bool input '{name}' is empty once cast to bool ([{bmin}, {bmax}])."
                 )
-            return np.array(rng.randint(low=bmin, high=bmax + 1, size=shape, dtype=dtype))
-        fmin, fmax = float(low), float(high)
-        scale, shift = fmax - fmin, fmin
-        # Polygraphy's special case: without it two infinite bounds would collapse into NaN.
-        if math.isinf(fmin):
-            scale, shift = fmin, 0
-        if math.isinf(fmax):
-            scale = fmax
-        return np.array((rng.random_sample(size=shape) * scale + shift).astype(dtype))
-
-
-def _first_lossy(value, target):
-    """The first element of ``value`` that a cast to ``target`` changes, or None if the cast is
-    lossless for these values (NaN to NaN and infinities to infinities count as lossless)."""
-    source = value.dtype
-    if value.size == 0 or (source.kind == "b" and target.kind in "biuf"):
-        return None
-    flat = value.reshape(-1)
-    with np.errstate(all="ignore"):
-        if target.kind == "b" and source.kind in "iuf":
-            bad = ~((flat == 0) | (flat == 1))
-        elif target.kind in "iu" and source.kind in "iu":
-            info = np.iinfo(target)
-            # Compare as Python ints: numpy would promote int64 against uint64 to float64.
-            if int(flat.min()) >= info.min and int(flat.max()) <= info.max:
-                return None
-            bad = np.array([not info.min <= int(v) <= info.max for v in flat.tolist()])
-        elif target.kind in "iu" and source.kind == "f":
-            info = np.iinfo(target)
-            # iinfo.min and iinfo.max + 1 are powers of two (or 0), exact in every float type.
-            wide = flat.astype(np.float64)
-            bad = ~(np.isfinite(wide) & (wide == np.floor(wide)) & (wide >= info.min) & (wide < info.max + 1.0))
-        elif target.kind == "f" and source.kind in "iuf":
-            cast = flat.astype(target)
-            if source.kind == "f":
-                back = cast.astype(source)
-                bad = ~((back == flat) | (np.isnan(back) & np.isnan(flat)))
-            else:
-                info = np.iinfo(source)
-                wide = cast.astype(np.float64)
-                in_range = np.isfinite(wide) & (wide >= info.min) & (wide < info.max + 1.0)
-                back = np.where(in_range, cast, 0).astype(source)
-                bad = ~(in_range & (back == flat))
-        else:
-            return None if np.can_cast(source, target, casting="safe") else flat[0].item()
-    positions = np.flatnonzero(bad)
-    return flat[positions[0]].item() if positions.size else None
-
-
-def coerce_feed_dict(feed_dict, input_metadata):
-    """Adapts a feed_dict to a runner's inputs (Polygraphy 0.53.6 ``coerce_feed_dict``, spec 1.4,
-    made strict).
-
-    For each model input, in ``input_metadata`` order: the feed entry of exactly that name (no
-    case-insensitive, substring or positional fallback); its dtype cast to the model's only when the
-    cast is lossless for the values it holds (int64 values that fit int32, float64 values exactly
-    representable in float32, ints 0/1 to bool; NaN and infinities survive float-to-float casts);
-    its shape left as it is and checked to be a valid override of the model's (same rank, every
-    static dim equal; never transposed or reshaped). Feed entries that match no input are dropped
-    with one warning naming them. A value that is not an ``ndarray`` goes through ``np.asarray``.
-
-    Args:
-        feed_dict (Mapping[str, numpy.ndarray]): the input arrays.
-        input_metadata (Mapping[str, (numpy dtype or None, shape)]): the runner's inputs, e.g.
-            ``runner.get_input_metadata()``; a dtype of None or a dynamic dim accepts anything.
-
-    Returns:
-        OrderedDict[str, numpy.ndarray]: one entry per model input, in metadata order; an array that
-        needs no cast is the caller's object itself (not copied).
-
-    Raises:
-        GateError: a model input missing from the feed (names it, lists the feed's keys); a cast
-            that would change a value (names the input, both dtypes and an offending value); a shape
-            that does not fit (names the input and both shapes).
-    """
-    missing = [name for name in input_metadata if name not in feed_dict]
-    if missing:
-        raise GateError(
-            f"Input{'s' if len(missing) > 1 else ''} {', '.join(repr(n) for n in missing)} "
-            f"{'are' if len(missing) > 1 else 'is'} missing from the feed_dict, which has {list(feed_dict)}."
-        )
-    extra = [name for name in feed_dict if name not in input_metadata]
-    if extra:
-        log.warning(
-            "Dropping feed_dict entries %s: the model has no such inputs (it has %s).", extra, list(input_metadata)
-        )
-
-    coerced = OrderedDict()
-    for name, entry in input_metadata.items():
-        dtype, shape = entry
-        where = f"Input '{name}'"
-        dtype, shape = _normalize_dtype(dtype, where), _normalize_shape(shape, where)
-        value = feed_dict[name]
-        if not isinstance(value, np.ndarray):
-            value = np.asarray(value)
-        if not is_valid_shape_override(value.shape, shape):
-            raise GateError(
-                f"Input '{name}' has shape {_format_shape(value.shape)}, which does not fit the model's "
-                f"{_format_shape(shape)} (same rank and equal static dims expected)."
-            )
-        if dtype is not None and value.dtype != dtype:
-            offending = _first_lossy(value, dtype)
-            if offending is not None:
-                raise GateError(
-                    f"Input '{name}' has dtype {value.dtype} and the model expects {dtype}, but casting would change "
-                    f"its values (e.g. {offending!r})."
-                )
-            log.info("Input '%s': casting %s to %s (lossless for these values).", name, value.dtype, dtype)
-            value = value.astype(dtype)
-        coerced[name] = value
-    return coerced
+            return rng.sample_integer(shape, dtype, bmin, bmax)
+        return rng.sample_float(shape, dtype, float(low), float(high))

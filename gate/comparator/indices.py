@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gate.comparator.compare import value_or_from_dict
+from gate.comparator.compare import BaseCompareFunc, value_or_from_dict
 from gate.comparator.metrics import compare_outputs, shape_mismatch_error
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
@@ -48,6 +48,16 @@ class IndicesCompareResult:
 
     def __bool__(self):
         return self.error is None and bool(self.passed)
+
+    def __eq__(self, other):
+        # Polygraphy's IndicesCompareFunc gives bare bools: ``result == True`` must keep working.
+        if isinstance(other, (bool, np.bool_)):
+            return bool(self) == bool(other)
+        if not isinstance(other, IndicesCompareResult):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None
 
 
 def compare_indices(a, b, index_tolerance=0, *, scores=None, tie_atol=0.0, fail_fast=False) -> IndicesCompareResult:
@@ -104,7 +114,7 @@ def _tie(score0, score1, atol) -> bool:
         return bool(score0 == score1 or abs(float(score0) - float(score1)) <= atol)
 
 
-class IndicesCompareFunc:
+class IndicesCompareFunc(BaseCompareFunc):
     """Compares index outputs (e.g. TopK indices) of two IterationResults; see ``compare_indices``
     for the rule (Polygraphy 0.53.6 ``IndicesCompareFunc``).
 
@@ -165,7 +175,7 @@ class IndicesCompareFunc:
         }
         self.tie_atol = float(tie_atol)
 
-    def thresholds_for(self, name):
+    def thresholds_for(self, output_name):
         """Raises NotImplementedError: index comparisons have no averageable metric."""
         raise NotImplementedError("IndicesCompareFunc has no averageable metric")
 

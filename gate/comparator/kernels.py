@@ -2,7 +2,8 @@
 pass over blocks of the two arrays, with bounded memory.
 
 Definitions (``reference_diffs``, the formulas of ``shared/spec/polygraphy-0.53.6.md`` 3.4 with our
-deviations D1-D3 of ``shared/spec/README.md``): ``absdiff = |cast_up(a) - cast_up(b)|`` (bool:
+deviations D1-D3 and D17 of ``shared/spec/README.md``): ``absdiff = |cast_up(a) - cast_up(b)|``,
+exact for integers (``abs_difference``: an unsigned dtype, no wraparound) (bool:
 ``a XOR b``; strings: ``a != b``), ``reldiff = absdiff / |reference|`` with the reference ``b``
 (float zeros get 2.220446049250313e-16 added; integer and bool zeros give 0 where equal and inf
 where not, D2). Same-sign infinities on both sides (D1, ``infinities_compare_equal``) and NaN on
@@ -38,37 +39,13 @@ import threading
 
 import numpy as np
 
+from gate.comparator.dtypes import ML_WIDENING, abs_difference, cast_up, cast_up_dtype, unsigned_dtype
+
 EPSILON = 2.220446049250313e-16
 CHUNK = 1 << 18  # elements per block: 1 MiB of float32 per temporary
 SAMPLE_MIN = 1 << 14  # sampled elements for the order-statistics bracket: n / 256 within these
 SAMPLE_MAX = 1 << 20  # (1 Mi elements: 16 Ki; 16 Mi: 64 Ki; 256 Mi: 1 Mi)
 _SAMPLE_SIGMAS = 4.0  # half-width of the bracket, in standard deviations of a sampled rank
-
-_NARROW_INTS = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.uint16))
-
-
-def cast_up(array: np.ndarray) -> np.ndarray:
-    """float16 -> float32; int8/uint8/int16/uint16 -> int32; uint32 -> int64; others unchanged
-    (Polygraphy ``comparator/util.py``)."""
-    dtype = array.dtype
-    if dtype == np.float16:
-        return array.astype(np.float32)
-    if dtype in (np.int8, np.uint8, np.int16, np.uint16):
-        return array.astype(np.int32)
-    if dtype == np.uint32:
-        return array.astype(np.int64)
-    return array
-
-
-def _cast_up_dtype(dtype: np.dtype) -> np.dtype:
-    if dtype == np.float16:
-        return np.dtype(np.float32)
-    if dtype in _NARROW_INTS:
-        return np.dtype(np.int32)
-    if dtype == np.uint32:
-        return np.dtype(np.int64)
-    return dtype.newbyteorder("=")
-
 
 _FLOAT16 = np.dtype(np.float16)  # native byte order only (``view(np.uint16)`` reads native bits)
 _FLOAT16_TABLE = []
@@ -83,6 +60,8 @@ def _float16_table() -> np.ndarray:
 def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True, nans_compare_equal=False):
     """``(absdiff, reldiff, zero_reference_count)`` of two arrays of equal shape: the definition
     (see the module docstring). Call it under ``np.errstate(invalid/over/divide="ignore")``."""
+    if a.dtype in ML_WIDENING or b.dtype in ML_WIDENING:
+        a, b = cast_up(a), cast_up(b)  # exact values in float32 / int32; the formulas below then apply
     textual = a.dtype.kind in "OSU" or b.dtype.kind in "OSU"
     if textual:
         # Strings (ONNX tensor(string)) compare by equality: the difference is a mismatch indicator.
@@ -91,7 +70,7 @@ def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True,
     elif a.dtype == np.bool_ and b.dtype == np.bool_:
         absdiff = np.logical_xor(a, b)
     else:
-        absdiff = np.abs(np.subtract(cast_up(a), cast_up(b)))
+        absdiff = abs_difference(a, b)
     equal_specials = None
     if infinities_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
         equal_specials = np.isinf(a) & (a == b)
@@ -155,10 +134,12 @@ class _BlockDiffs:
         self.inf_eq = infinities_compare_equal
         self.nan_eq = nans_compare_equal
         self.mode = "reference"
-        if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8:
+        if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8 and a.dtype not in ML_WIDENING:
             self.mode = "float" if a.dtype.kind == "f" else "int"
-            self.work = _cast_up_dtype(a.dtype)
+            self.work = cast_up_dtype(a.dtype)
             self.cast = self.work != a.dtype
+            if self.mode == "int":
+                self.absdiff_dtype = unsigned_dtype(self.work)  # as abs_difference gives it
             if self.mode == "float":
                 # What ``reference + EPSILON`` gives at a zero of the reference, in its dtype.
                 self.eps = (np.zeros(1, self.work) + EPSILON)[0]
@@ -221,16 +202,24 @@ class _BlockDiffs:
     def _int(self, ac, bc):
         k = ac.size
         a_work, b_work = self._operands(ac, bc)
-        absdiff = _SCRATCH.get("abs", self.work, k)
-        np.subtract(a_work, b_work, out=absdiff)
-        np.abs(absdiff, out=absdiff)
+        absdiff = _SCRATCH.get("abs", self.absdiff_dtype, k)
+        if self.cast:
+            # Widened 8/16-bit values (uint32 in int64): every difference fits the work dtype.
+            signed = absdiff.view(self.work)
+            np.subtract(a_work, b_work, out=signed)
+            np.abs(signed, out=signed)
+        else:
+            # int32, int64, uint64: max - min in the unsigned dtype of that width, exact (D17).
+            high = _SCRATCH.get("high", self.work, k)
+            low = _SCRATCH.get("low", self.work, k)
+            np.maximum(a_work, b_work, out=high)
+            np.minimum(a_work, b_work, out=low)
+            np.subtract(high.view(self.absdiff_dtype), low.view(self.absdiff_dtype), out=absdiff)
         magnitude = _SCRATCH.get("mag", np.float64, k)
         np.copyto(magnitude, b_work)
         np.abs(magnitude, out=magnitude)
         zero_count = 0
         if not np.minimum.reduce(magnitude) > 0:
-            if np.minimum.reduce(absdiff) < 0:  # a wrapped-around difference: the definition
-                return self._reference(ac, bc)
             zeros = _SCRATCH.get("zero", np.bool_, k)
             np.equal(magnitude, 0, out=zeros)
             zero_count = int(np.count_nonzero(zeros))
@@ -535,7 +524,7 @@ def _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile) 
         if not (low > 0 or high < 0):
             np.equal(bc, 0, out=equal)
             zeros += int(np.count_nonzero(equal))
-    abs_zero = np.zeros(1, diffs.work)
+    abs_zero = np.zeros(1, diffs.work if floating else diffs.absdiff_dtype)
     rel_zero = np.zeros(1, diffs.work if floating else np.float64)
     stats = {
         "max_absdiff": abs_zero[0].item(),

@@ -11,10 +11,10 @@ float32. We reproduce that explicitly, so the numbers do not depend on the numpy
 
 Deliberate differences (``shared/spec/README.md``): empty outputs pass with the metric reported as
 None (D4); outputs are paired by exact name (D5); a shape mismatch is a failed result that names both
-shapes (D8). Not yet in that table: integer and bool outputs are computed in float64, where
-Polygraphy's int32 arithmetic wraps around (a difference of 2**31 or more, a cosine product of 2**31
-or more) and its bool subtraction raises TypeError; wherever Polygraphy's integer arithmetic does not
-overflow, the two agree to rounding (relative 1e-15).
+shapes (D8); integer and bool outputs are computed in float64 (D9; differences exact before that
+rounding, D17), where Polygraphy's int32 arithmetic wraps around (a difference of 2**31 or more, a
+cosine product of 2**31 or more) and its bool subtraction raises TypeError; wherever Polygraphy's
+integer arithmetic does not overflow, the two agree to rounding (relative 1e-15).
 """
 
 from __future__ import annotations
@@ -26,86 +26,17 @@ from typing import ClassVar
 
 import numpy as np
 
-from gate.comparator.compare import cast_up, missing_output_result, pair_outputs, value_or_from_dict
+from gate.comparator.bases import BaseCompareFunc, CompareResult, Threshold, metric_value, value_or_from_dict
+from gate.comparator.compare import missing_output_result, pair_outputs
+from gate.comparator.distances import cosine_similarity, l2_norm, psnr, snr
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
-
-# -- the metrics: pure functions over two arrays of equal shape --------------------------------------
-
-
-def _operand(array) -> np.ndarray:
-    array = cast_up(np.asarray(array))
-    # Integers and bools in float64: exact up to 2**53, and never wraps (see the module docstring).
-    return array.astype(np.float64) if array.dtype.kind in "biu" else array
-
-
-def _squared(array: np.ndarray) -> np.ndarray:
-    # Polygraphy squares through a 0-d int64 exponent: float32 data is promoted to float64.
-    return np.power(array.astype(np.promote_types(array.dtype, np.float64), copy=False), 2)
-
-
-def l2_norm(a, b) -> float:
-    """``sqrt(sum((a - b)**2))`` over all elements of two arrays of equal shape (any real dtype).
-    The difference is taken in the promoted input dtype, the squares and their sum in float64.
-    Empty arrays give 0.0. NaN and inf propagate."""
-    with np.errstate(all="ignore"):
-        diff = np.subtract(_operand(a), _operand(b))
-        return float(np.sqrt(np.sum(_squared(diff))))
-
-
-def cosine_similarity(a, b) -> float:
-    """``sum(a * b) / (|a| |b|)`` over the flattened arrays, clamped to [-1, 1]; 1.0 when both norms
-    are 0 and 0.0 when one is; NaN (e.g. from inf) is returned as is. As in Polygraphy, the dot
-    product is accumulated in the promoted input dtype (float32 for float32 or float16 data) and the
-    norms in float64."""
-    x, y = np.ravel(_operand(a)), np.ravel(_operand(b))
-    with np.errstate(all="ignore"):
-        dot = np.sum(np.multiply(x, y))
-        norm0 = np.sqrt(np.sum(_squared(x)))
-        norm1 = np.sqrt(np.sum(_squared(y)))
-        if norm0 == 0 and norm1 == 0:
-            return 1.0
-        if norm0 == 0 or norm1 == 0:
-            return 0.0
-        value = float(dot / (norm0 * norm1))
-    return value if math.isnan(value) else max(-1.0, min(1.0, value))
-
-
-def psnr(a, b) -> float:
-    """Peak signal-to-noise ratio in dB, with ``a`` (the FIRST runner) as the reference signal:
-    ``20 log10(max(a)) - 10 log10(mean((a - b)**2))``; +inf when the mean squared error is 0; a
-    peak ``max(a) <= 0`` is replaced by 1.0. The MSE is computed in float64."""
-    x, y = _operand(a), _operand(b)
-    with np.errstate(all="ignore"):
-        mse = np.mean(_squared(np.subtract(x, y)))
-        if mse == 0:
-            return math.inf
-        peak = float(np.amax(x))
-        if peak <= 0:
-            peak = 1.0
-        return float(20 * np.log10(peak) - 10 * np.log10(float(mse)))
-
-
-def snr(a, b) -> float:
-    """Signal-to-noise ratio in dB, with ``a`` (the FIRST runner) as the signal:
-    ``10 log10(mean(a**2) / mean((a - b)**2))``; +inf when the noise power is 0, else -inf when the
-    signal power is 0. Powers are computed in float64."""
-    x, y = _operand(a), _operand(b)
-    with np.errstate(all="ignore"):
-        signal = np.mean(_squared(x))
-        noise = np.mean(_squared(np.subtract(x, y)))
-        if noise == 0:
-            return math.inf
-        if signal == 0:
-            return -math.inf
-        return float(10 * np.log10(float(signal / noise)))
-
 
 # -- thresholds and results ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class MetricThreshold:
+class MetricThreshold(Threshold):
     """The criterion for one metric: ``value <= threshold`` (L2) or ``value >= threshold`` (the
     others), inclusive. A None or NaN metric fails (Polygraphy's ``_MetricThreshold``)."""
 
@@ -113,11 +44,43 @@ class MetricThreshold:
     metric: ClassVar[str] = ""
     higher_is_better: ClassVar[bool] = False
 
-    def passed(self, result) -> bool:
-        value = getattr(result, self.metric, None)
+    @classmethod
+    def metric_fields(cls) -> list[str]:
+        return [cls.metric]
+
+    label: ClassVar[str] = ""
+    unit: ClassVar[str] = ""
+
+    def passed(self, metric_values) -> bool:
+        """The verdict for ``metric_values`` (a ``field -> value`` mapping or a result)."""
+        value = metric_value(metric_values, self.metric)
         if value is None:
             return False
         return bool(value >= self.threshold if self.higher_is_better else value <= self.threshold)
+
+    def describe(self, metric_values):
+        """``(line, passed)``, e.g. ``("L2 Norm: 0.5 (tolerance: 1) | PASSED", True)`` (Polygraphy's
+        wording), or None when the metric is None."""
+        value = metric_value(metric_values, self.metric)
+        if value is None:
+            return None
+        passed = self.passed(metric_values)
+        value_str, threshold_str = _format_pair(value, self.threshold)
+        label = "min required" if self.higher_is_better else "tolerance"
+        line = (
+            f"{self.label}: {value_str}{self.unit} ({label}: {threshold_str}{self.unit}) | "
+            f"{'PASSED' if passed else 'FAILED'}"
+        )
+        return line, passed
+
+
+def _format_pair(value, threshold):
+    # Polygraphy's: 5 significant figures, more only where the two would print alike but differ.
+    for precision in range(5, 18):
+        value_str, threshold_str = f"{value:.{precision}g}", f"{threshold:.{precision}g}"
+        if value == threshold or value_str != threshold_str:
+            return value_str, threshold_str
+    return f"{value:.17g}", f"{threshold:.17g}"
 
 
 @dataclass(frozen=True)
@@ -125,6 +88,7 @@ class L2Threshold(MetricThreshold):
     """Maximum allowed L2 norm."""
 
     metric: ClassVar[str] = "l2_norm"
+    label: ClassVar[str] = "L2 Norm"
 
 
 @dataclass(frozen=True)
@@ -133,6 +97,7 @@ class CosineSimilarityThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "cosine_similarity"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "Cosine Similarity"
 
 
 @dataclass(frozen=True)
@@ -141,6 +106,8 @@ class PsnrThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "psnr"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "PSNR"
+    unit: ClassVar[str] = " dB"
 
 
 @dataclass(frozen=True)
@@ -149,9 +116,11 @@ class SnrThreshold(MetricThreshold):
 
     metric: ClassVar[str] = "snr"
     higher_is_better: ClassVar[bool] = True
+    label: ClassVar[str] = "SNR"
+    unit: ClassVar[str] = " dB"
 
 
-class MetricResult:
+class MetricResult(CompareResult):
     """The comparison of one output by one metric. The metric is a Python float, or None when the
     outputs are empty (deviation D4: the result passes) or could not be compared (``error`` is set,
     e.g. a shape mismatch: the result fails). Extra fields: ``num_elements``, ``dtypes`` and
@@ -179,6 +148,10 @@ class MetricResult:
         self.shapes = shapes
         self.output0_name = output0_name
         self.output1_name = output1_name
+
+    @classmethod
+    def metric_fields(cls) -> list[str]:
+        return [cls.threshold_type.metric]
 
     @property
     def value(self):
@@ -301,7 +274,7 @@ def _check_number(label, value):
             raise GateError(f"{label} must be a number, got {v!r}.")
 
 
-class SingleMetricCompareFunc:
+class SingleMetricCompareFunc(BaseCompareFunc):
     """The base of the compare functions that judge each output pair by one scalar metric
     (``metric(a, b) -> float``) against a per-output threshold. Subclasses set the metric, the result
     type and the default threshold.
@@ -336,9 +309,9 @@ class SingleMetricCompareFunc:
         self.fail_fast = bool(fail_fast)
         self.find_output_func = find_output_func
 
-    def thresholds_for(self, name: str) -> MetricThreshold:
-        """The threshold for output ``name`` (a dict's ``""`` entry is the default)."""
-        value = value_or_from_dict(self.threshold, name, self.default_threshold)
+    def thresholds_for(self, output_name: str) -> MetricThreshold:
+        """The threshold for output ``output_name`` (a dict's ``""`` entry is the default)."""
+        value = value_or_from_dict(self.threshold, output_name, self.default_threshold)
         return self.result_type.threshold_type(float(value))
 
     def compare(self, a, b, threshold: MetricThreshold, runner0="runner 0", runner1="runner 1") -> MetricResult:

@@ -20,7 +20,15 @@ def top_k_indices(array: np.ndarray, k: int, axis: int = -1) -> np.ndarray:
     return np.take(order, np.arange(min(k, order.shape[axis])), axis=axis)
 
 
-class TopKPostprocessFunc:
+class BasePostprocessFunc:
+    """Base of the post-processing functions (Polygraphy's ``BasePostprocessFunc``):
+    ``__call__(IterationResult) -> IterationResult``, used with ``Comparator.postprocess``."""
+
+    def __call__(self, iter_result: IterationResult) -> IterationResult:
+        raise NotImplementedError
+
+
+class TopKPostprocessFunc(BasePostprocessFunc):
     """Replaces each output with the indices of its top-k values.
 
     Args:

@@ -40,6 +40,8 @@ import numpy as np
 
 from gate.comparator.struct import IterationResult, RunResults
 from gate.errors import GateError
+from gate.limits import JSON_DEPTH, parse_nested
+from gate.paths import read_regular
 
 TYPE_MARKER = "polygraphy_class"
 LEGACY_TYPE_MARKER = "polygraphy_serialized_json_type"
@@ -78,6 +80,12 @@ def _lazy_array(value) -> dict:
     return {"values": value if isinstance(value, np.ndarray) else np.asarray(value), TYPE_MARKER: "LazyArray"}
 
 
+# Extra types (the accuracy results, ``gate.comparator.serde_results``): type -> encode(obj) -> dict
+# (without the class tag), and class name -> decode(decoded fields) -> object.
+ENCODERS: dict[type, object] = {}
+DECODERS: dict[str, object] = {}
+
+
 def _encodable(obj):
     """Turns our objects into the dicts and lists Polygraphy writes (arrays are left for
     ``_Encoder.default``). Key order matters for byte compatibility: the class tag comes last."""
@@ -93,6 +101,12 @@ def _encodable(obj):
         }
     if isinstance(obj, (np.ndarray, np.generic)):
         return obj
+    encode = ENCODERS.get(type(obj))
+    if encode is not None:
+        encoded = encode(obj)
+        if not isinstance(encoded, dict):
+            return _encodable(encoded)
+        return {**{k: _encodable(v) for k, v in encoded.items()}, TYPE_MARKER: type(obj).__name__}
     if isinstance(obj, Mapping):
         return {key: _encodable(value) for key, value in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -227,6 +241,8 @@ def _decode(node, ctx: _Context):
                 raise GateError(f"{ctx.where()}runner '{entry[0]}' does not hold a list of IterationResults.")
             pairs.append((entry[0], iterations))
         return RunResults(pairs)
+    if type_name in DECODERS:
+        return DECODERS[type_name]({k: _decode(v, ctx) for k, v in fields.items()})
     if type_name == "Tensor":
         raise GateError(
             f"{ctx.where()}a torch.Tensor payload is a pickle (torch.save), which is never loaded; "
@@ -234,7 +250,8 @@ def _decode(node, ctx: _Context):
         )
     shown = {"ndarray": "np.ndarray"}.get(type_name, type_name)
     raise GateError(
-        f"{ctx.source}: Could not decode serialized type: {shown}; this reader knows {', '.join(_KNOWN_TYPES)}."
+        f"{ctx.source}: Could not decode serialized type: {shown}; this reader knows "
+        f"{', '.join(_KNOWN_TYPES + tuple(DECODERS))}."
     )
 
 
@@ -286,7 +303,7 @@ def from_json(text: str, source: str = "<string>"):
             type"); a payload that would need pickle (names the tensor); a malformed object.
     """
     try:
-        raw = json.loads(text)
+        raw = parse_nested(json.loads, text, JSON_DEPTH, source, "the JSON document")
     except json.JSONDecodeError as err:
         raise GateError(f"{source}: not a JSON file ({err}).") from err
     return _decode(raw, _Context(source))
@@ -303,8 +320,7 @@ def load_json(path):
     if os.path.isdir(path):
         raise GateError(f"{path}: is a directory; expected a JSON file (read a directory with a streaming loader).")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_regular(path, "the JSON file").decode("utf-8")
     except FileNotFoundError as err:
         raise GateError(f"{path}: file not found.") from err
     except (OSError, UnicodeDecodeError) as err:

@@ -9,12 +9,96 @@ output and the reason.
 from __future__ import annotations
 
 import copy
+import os
+import tempfile
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from gate.errors import GateError
+
+ARRAY_SWAP_THRESHOLD_MB = -1
+"""Arrays larger than this many MiB are moved to a temporary file by ``LazyArray`` (-1: never).
+Polygraphy's ``polygraphy.config.ARRAY_SWAP_THRESHOLD_MB``, here a setting of this module."""
+
+
+class LazyArray:
+    """An array that may live in a temporary file (Polygraphy's ``LazyArray``): larger than
+    ``ARRAY_SWAP_THRESHOLD_MB`` MiB (when that is >= 0) it is written there in Polygraphy's JSON
+    (``arr`` is None, ``tmpfile`` the file), else kept as it is (``arr``). ``load()`` returns it."""
+
+    def __init__(self, arr):
+        self.arr = None
+        self.tmpfile = None
+        threshold = ARRAY_SWAP_THRESHOLD_MB
+        if threshold >= 0 and np.asarray(arr).nbytes > (int(threshold) << 20):
+            from gate.comparator import serde
+
+            self.tmpfile = tempfile.NamedTemporaryFile(suffix=".json")
+            serde.save_json(np.asarray(arr), self.tmpfile.name)
+        else:
+            self.arr = arr
+
+    def load(self):
+        """The array (read back from the temporary file if it was swapped out)."""
+        if self.arr is not None:
+            return self.arr
+        from gate.comparator import serde
+
+        return serde.load_json(self.tmpfile.name)
+
+
+def _check_decoded(obj, cls, source):
+    if not isinstance(obj, cls):
+        raise GateError(
+            f"{source}: Provided JSON cannot be decoded into a {cls.__name__}. "
+            f"Note: JSON was decoded into a {type(obj)}"
+        )
+    return obj
+
+
+class _JsonMethods:
+    """Polygraphy's ``add_json_methods``: ``to_json``, ``from_json``, ``save``, ``load`` in Polygraphy's
+    JSON (``gate.comparator.serde``, byte for byte)."""
+
+    def to_json(self) -> str:
+        """This object as Polygraphy's JSON text."""
+        from gate.comparator import serde, serde_results  # noqa: F401  (registers the result types)
+
+        return serde.to_json(self)
+
+    @classmethod
+    def from_json(cls, src):
+        """Decodes JSON text ``src``.
+
+        Raises:
+            GateError: the JSON does not decode into this class."""
+        from gate.comparator import serde, serde_results  # noqa: F401
+
+        return _check_decoded(serde.from_json(src), cls, "<string>")
+
+    def save(self, dest) -> None:
+        """Writes this object to ``dest`` (a path or a writable file object)."""
+        from gate.comparator import serde, serde_results  # noqa: F401
+
+        if hasattr(dest, "write"):
+            dest.write(serde.to_json(self))
+        else:
+            serde.save_json(self, dest)
+
+    @classmethod
+    def load(cls, src):
+        """Reads an object of this class from ``src`` (a path or a readable file object).
+
+        Raises:
+            GateError: a missing or unreadable file, or JSON that is not this class."""
+        from gate.comparator import serde, serde_results  # noqa: F401
+
+        if hasattr(src, "read"):
+            return _check_decoded(serde.from_json(src.read()), cls, "<file>")
+        return _check_decoded(serde.load_json(os.fspath(src)), cls, src)
 
 
 class IterationResult(OrderedDict):
@@ -47,7 +131,7 @@ class IterationResult(OrderedDict):
         return (type(self), (OrderedDict(self), self.runtime, self.runner_name))
 
 
-class RunResults:
+class RunResults(_JsonMethods):
     """Results of one or more runners: a list of ``(runner_name, [IterationResult, ...])`` pairs that
     also behaves like a dict keyed by runner name. Duplicate runner names are allowed; a ``str`` key
     returns the first match.
@@ -61,6 +145,20 @@ class RunResults:
 
     def items(self):
         return iter(self.lst)
+
+    def append(self, elem):
+        """Appends one ``(runner_name, [IterationResult, ...])`` pair.
+
+        Raises:
+            GateError: ``elem`` is not a pair (a tuple of 2)."""
+        if not (isinstance(elem, tuple) and len(elem) == 2):
+            raise GateError(f"Unsupported value type: {type(elem)}. Note: Expected a (runner_name, list) tuple.")
+        self.lst.append(elem)
+
+    def extend(self, elems):
+        """Appends every pair of ``elems`` (see ``append``)."""
+        for elem in elems:
+            self.append(elem)
 
     def keys(self):
         return [name for name, _ in self.lst]
@@ -85,7 +183,7 @@ class RunResults:
         for name, results in self.lst:
             if name == key:
                 return results
-        raise GateError(f"Runner '{key}' does not exist in this RunResults; runners are: {self.keys()}.")
+        raise GateError(f"{key} does not exist in this RunResults instance. Note: Available runners: {self.keys()}")
 
     def __setitem__(self, key, value):
         if isinstance(key, int):
@@ -125,6 +223,22 @@ class RunResults:
         longest = max((len(results) for results in self.values()), default=0)
         for index in range(longest):
             yield RunResults([(name, [results[index]]) for name, results in self.lst if index < len(results)])
+
+    @staticmethod
+    def load_streaming(path, allow_dirs=True) -> Iterator[RunResults]:
+        """Yields single-iteration RunResults from a file, a directory of per-iteration files or a
+        list of either (``gate.comparator.serde.load_run_results_streaming``).
+
+        Raises:
+            GateError: ``allow_dirs=False`` and a path is a directory; see the serde loader."""
+        from gate.comparator import serde
+
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        if not allow_dirs:
+            for p in paths:
+                if os.path.isdir(p):
+                    raise GateError(f"{p}: is a directory, and directories are not allowed here (allow_dirs=False).")
+        yield from serde.load_run_results_streaming(paths)
 
     @staticmethod
     def concat(runs: Iterable[RunResults]) -> RunResults:
@@ -179,7 +293,13 @@ class AccuracyResult(OrderedDict):
         return matched, len(iterations) - matched, len(iterations)
 
     def percentage(self, runner_pair=None) -> float:
-        """Fraction of matched iterations (1.0 when nothing was compared)."""
+        """Fraction of matched iterations (1.0 when nothing was compared). Deprecated in Polygraphy
+        0.53.6 (removed in 0.55.0; use ``stats``): issues its ``DeprecationWarning``."""
+        warnings.warn(
+            "AccuracyResult.percentage is deprecated and will be removed in Polygraphy 0.55.0. Use stats instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if not len(self):
             return 1.0
         matched, _, total = self.stats(runner_pair)
@@ -193,6 +313,57 @@ class AccuracyResult(OrderedDict):
             for it in self[pair]:
                 names.update(dict.fromkeys(it))
         return list(names)
+
+    def describe_average(self, runner_pair=None) -> OrderedDict:
+        """``output -> (line, passed)`` for each averaged result that has a one-line description (the
+        single-metric compare functions; none for ``SimpleCompareFunc``), Polygraphy's wording."""
+        described = OrderedDict()
+        for name, result in self.average_results(runner_pair).items():
+            description = result.describe() if hasattr(result, "describe") else None
+            if description is not None:
+                described[name] = description
+        return described
+
+    def metric_fields(self) -> list[str]:
+        """The metric fields of the stored results (the first that has any); [] for bare verdicts."""
+        for iterations in self.values():
+            for it in iterations:
+                for result in it.values():
+                    if hasattr(result, "metric_fields") and result.metric_fields():
+                        return list(result.metric_fields())
+        return []
+
+    def reevaluate(self, thresholds, aggregation=None):
+        """Re-checks every stored result against ``thresholds`` (one ``Threshold``, or a per-output
+        dict with ``""`` as the default), in place; ``aggregation`` may change the mode. Returns self.
+
+        Raises:
+            GateError: an output without a threshold; a result that cannot be re-checked (a bare
+                verdict: a shape mismatch, an indices comparison) or lacks the threshold's fields."""
+        if aggregation is not None:
+            if aggregation not in ("per_sample", "average"):
+                raise GateError(f"Unknown aggregation '{aggregation}'; expected 'per_sample' or 'average'.")
+            self.aggregation = aggregation
+        for iterations in self.values():
+            for it in iterations:
+                for name, result in it.items():
+                    threshold = thresholds.get(name, thresholds.get("")) if isinstance(thresholds, dict) else thresholds
+                    if threshold is None:
+                        raise GateError(f"No threshold was provided for output: '{name}'.")
+                    have = result.metric_fields() if hasattr(result, "metric_fields") else []
+                    if getattr(result, "error", None) or not have:
+                        raise GateError(
+                            f"Output: '{name}' has no re-thresholdable metrics (e.g. it was a shape mismatch or an "
+                            "'indices' comparison), so it cannot be re-evaluated against new thresholds."
+                        )
+                    missing = [f for f in threshold.metric_fields() if f not in have]
+                    if missing:
+                        raise GateError(
+                            f"The requested comparison expects metric field(s) {missing} which are not present in "
+                            f"the saved results for output: '{name}' (it has: {have})."
+                        )
+                    result.set_thresholds(threshold)
+        return self
 
     def average_results(self, runner_pair=None) -> OrderedDict:
         """Averages every metric field of each output over the iterations that contain it, and
@@ -225,7 +396,7 @@ def _average(samples, name):
     return type(first).averaged([r for _, r in samples])
 
 
-class AccuracyResults:
+class AccuracyResults(_JsonMethods):
     """One AccuracyResult per compare function. ``bool()`` is True only when every entry passed
     (empty: True)."""
 
@@ -244,8 +415,38 @@ class AccuracyResults:
     def __getitem__(self, index):
         return self.lst[index]
 
-    def append(self, result):
-        self.lst.append(result)
+    def append(self, elem):
+        self.lst.append(elem)
+
+    def extend(self, elems):
+        self.lst.extend(elems)
+
+    def reevaluate(self, thresholds, aggregation=None):
+        """Re-checks the stored comparisons against new thresholds, in place: each threshold (or
+        per-output dict of thresholds) selects the comparison whose metric fields it checks; the
+        comparisons no threshold selects are dropped (Polygraphy's rule). Returns self.
+
+        Raises:
+            GateError: a threshold that matches no stored comparison; an empty per-output dict."""
+        requested = list(thresholds) if isinstance(thresholds, (list, tuple)) else [thresholds]
+        remaining, checked = list(self.lst), []
+        for threshold in requested:
+            sample = threshold
+            if isinstance(threshold, dict):
+                if not threshold:
+                    raise GateError("A per-output threshold dictionary cannot be empty.")
+                sample = next(iter(threshold.values()))
+            fields = list(sample.metric_fields())
+            match = next((r for r in remaining if r.metric_fields() == fields), None)
+            if match is None:
+                raise GateError(
+                    f"No saved comparison results match the requested threshold (metric fields: {fields}). "
+                    f"Note: the saved results contain these metric fields: {[r.metric_fields() for r in self.lst]}."
+                )
+            remaining.remove(match)
+            checked.append(match.reevaluate(threshold, aggregation=aggregation))
+        self.lst = checked
+        return self
 
     def output_names(self) -> list[str]:
         names = {}

@@ -9,6 +9,8 @@ import logging
 import os
 from collections.abc import Callable
 
+import numpy as np
+
 from gate.comparator.serde import save_json
 from gate.errors import GateError
 
@@ -111,3 +113,40 @@ class IterationWriter:
 
     def __exit__(self, *exc):
         self.flush()
+
+
+class InputBlobWriter:
+    """Writes each input array of each feed_dict as raw bytes (``numpy.ndarray.tofile``) to
+    ``<path>/<index:010d>/<input name>.bin`` (Polygraphy's ``_InputBlobWriter``, behind
+    ``Comparator.run(save_input_blob_path=...)``); existing files are overwritten. ``path`` None: a
+    no-op.
+
+    Raises:
+        GateError: ``path`` is an existing file; an input name that would lead outside its folder.
+    """
+
+    def __init__(self, path):
+        self.path = None if path is None else os.fspath(path)
+        self._index = 0
+        if self.path is not None:
+            if os.path.exists(self.path) and not os.path.isdir(self.path):
+                raise GateError(
+                    f"Cannot save raw inputs to '{self.path}': a file already exists there, but this "
+                    "path is a directory of per-iteration subdirectories."
+                )
+            os.makedirs(self.path, exist_ok=True)
+
+    def append(self, feed_dict) -> None:
+        if self.path is None:
+            return
+        folder = os.path.join(self.path, iteration_file_name(self._index)[: -len(".json")])
+        os.makedirs(folder, exist_ok=True)
+        real = os.path.realpath(folder)
+        for name, array in feed_dict.items():
+            dest = os.path.realpath(os.path.join(folder, f"{name}.bin"))
+            if os.path.commonpath([dest, real]) != real:
+                raise GateError(
+                    f"Cannot save raw input tensor named '{name}': the name resolves to a path outside of '{folder}'."
+                )
+            np.asarray(array).tofile(dest)
+        self._index += 1

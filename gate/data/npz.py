@@ -16,7 +16,9 @@ copies each array's bytes straight from the file into the array:
 Only what that covers takes this path: every member stored (not compressed), not encrypted, named
 ``*.npy``, with a version 1.0 or 2.0 header. Any other archive (``np.savez_compressed``, for one)
 is read by ``numpy.load`` itself. Either way the result is the same ``OrderedDict`` of arrays, in
-the archive's order, with numpy's dtypes, shapes and memory order.
+the archive's order, with numpy's dtypes, shapes and memory order. A compressed archive is checked
+before anything is inflated (``check_inflated_size``): each member must hold what its shape needs,
+and all of them together at most ``inflation_limit`` bytes, so a small file cannot claim gigabytes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ import numpy as np
 from numpy.lib import format as npy_format
 from zlib_ng.zlib_ng import crc32
 
+from gate.paths import open_regular
+
+MAX_INFLATED_BYTES = 1 << 30
+"""A compressed ``.npz`` may always inflate to 1 GiB (see :func:`inflation_limit`)."""
+MAX_INFLATION = 32
+"""... and to 32 times its own size (float outputs compress by ~6 %, zeros by 1000 times)."""
+
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile.structFileHeader
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _ZIP_STARTS = (_LOCAL_SIGNATURE, b"PK\x05\x06")  # numpy.lib._npyio_impl's _ZIP_PREFIX, _ZIP_SUFFIX
@@ -48,17 +57,68 @@ def read_npz(path: Path) -> OrderedDict:
 
     Raises:
         zipfile.BadZipFile, ValueError, OSError, EOFError: whatever makes the file unreadable (a bad
-            archive, a CRC-32 mismatch, a truncated member, an object array), as ``numpy.load``
-            raises them; the caller turns them into one line naming the file.
+            archive, a CRC-32 mismatch, a truncated member, an object array, a compressed member
+            over its shape or the inflation limit), as ``numpy.load`` raises them; the caller turns
+            them into one line naming the file.
+        GateError: ``path`` is not a regular file (a FIFO, say).
     """
-    with open(path, "rb") as f:
+    with open_regular(path, "the .npz file") as f:
         # numpy.load takes a file for a zip archive only when it starts as one (zipfile would also
         # find an archive after other bytes).
-        arrays = _read_stored(f) if f.read(4) in _ZIP_STARTS else None
-    if arrays is not None:
-        return arrays
-    with np.load(path, allow_pickle=False) as archive:
-        return OrderedDict((name, archive[name]) for name in archive.files)
+        if f.read(4) in _ZIP_STARTS:
+            arrays = _read_stored(f)
+            if arrays is not None:
+                return arrays
+            check_inflated_size(f)
+        f.seek(0)
+        with np.load(f, allow_pickle=False) as archive:
+            return OrderedDict((name, archive[name]) for name in archive.files)
+
+
+def inflation_limit(file_size: int) -> int:
+    """The most bytes the members of a compressed ``.npz`` of ``file_size`` bytes may inflate to:
+    :data:`MAX_INFLATED_BYTES` or :data:`MAX_INFLATION` times the file's size, whichever is larger.
+    (A stored archive needs no bound: its arrays take the room the file takes on disk.)"""
+    return max(MAX_INFLATED_BYTES, MAX_INFLATION * file_size)
+
+
+def check_inflated_size(f) -> None:
+    """Before anything is inflated: each ``.npy`` member of the archive open in ``f`` must hold
+    exactly the bytes its header's shape and dtype need (only the header is inflated to see it), and
+    all members together at most :func:`inflation_limit` bytes, as the archive's central directory
+    declares them (``zipfile`` never inflates a member past its declared size).
+
+    Raises:
+        ValueError: a member larger or smaller than its shape needs, or an archive over the limit.
+        zipfile.BadZipFile, OSError, EOFError: an unreadable archive.
+    """
+    file_size = os.fstat(f.fileno()).st_size
+    with zipfile.ZipFile(f) as archive:
+        infos = archive.infolist()
+        declared = sum(info.file_size for info in infos)
+        if declared > inflation_limit(file_size):
+            raise ValueError(
+                f"its members inflate to {declared} bytes, more than {inflation_limit(file_size)} for a "
+                f"compressed file of {file_size} bytes; save it uncompressed (numpy.savez)"
+            )
+        for info in infos:
+            if info.filename.endswith(".npy") and not info.flag_bits & 0x1:
+                with archive.open(info) as member:
+                    _check_member_header(member, info)
+
+
+def _check_member_header(member, info: zipfile.ZipInfo) -> None:
+    version = npy_format.read_magic(member)
+    if version not in _HEADER_READERS:
+        return  # numpy.load reads the newer headers and bounds them by the member's size
+    shape, _, dtype = _HEADER_READERS[version](member)
+    nbytes = math.prod(shape) * dtype.itemsize
+    header_size = member.tell()
+    if not dtype.hasobject and header_size + nbytes != info.file_size:
+        raise ValueError(
+            f"member {info.filename!r} holds {info.file_size - header_size} bytes of data, but its header "
+            f"describes {nbytes} ({dtype}, shape {shape})"
+        )
 
 
 def _read_stored(f) -> OrderedDict | None:

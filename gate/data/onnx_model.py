@@ -11,7 +11,6 @@ import onnx
 
 from gate.common import TensorMetadata
 from gate.errors import GateError
-from gate.paths import require_inside
 
 
 def model_io_names(model_path: Path) -> tuple[list[str], list[str]]:
@@ -46,19 +45,11 @@ def model_io_names_and_sha256(model_path: Path) -> tuple[list[str], list[str], s
 
 
 def _check_external_data(model_path: Path, model) -> None:
-    """Every external-data file the model names must exist beside it and stay inside its folder."""
-    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+    """Every external-data file the model names, dense or sparse, must exist beside it and stay
+    inside its folder (``gate.data.external.check_external_data``)."""
+    from gate.data.external import check_external_data
 
-    folder = model_path.resolve().parent
-    for tensor in _get_all_tensors(model):
-        if not uses_external_data(tensor):
-            continue
-        location = ExternalDataInfo(tensor).location
-        path = require_inside(folder / location, folder, f"external data of tensor '{tensor.name}'")
-        if not path.is_file():
-            raise GateError(
-                f"{model_path}: external data file '{location}' of tensor '{tensor.name}' not found next to the model."
-            )
+    check_external_data(model_path, model)
 
 
 def model_input_metadata(model_path: Path) -> TensorMetadata:

@@ -14,7 +14,7 @@ from onnx import numpy_helper
 
 from gate.data.npz import read_npz
 from gate.errors import GateError
-from gate.paths import require_inside
+from gate.paths import read_regular, require_inside
 
 MODEL_ZOO = "onnx-zoo"
 NPZ = "npz"
@@ -182,7 +182,7 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
         GateError: the file is missing, truncated or not a TensorProto.
     """
     try:
-        data = Path(path).read_bytes()
+        data = read_regular(path, f"the {Path(path).parent.name} tensor file")
     except OSError as err:
         raise GateError(f"{path}: cannot read ({err.strerror}).") from err
     tensor = onnx.TensorProto()
@@ -205,6 +205,8 @@ def read_tensor_proto(path: Path) -> tuple[str, np.ndarray]:
 def _read_npz(path: Path) -> OrderedDict:
     try:
         return read_npz(path)
+    except GateError:
+        raise
     except Exception as err:  # zipfile, zlib, numpy header and OS errors alike: a file we cannot read
         raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
 
@@ -238,6 +240,12 @@ def write_iteration(directory, layout: str, kind: str, index: int, tensors: Orde
             written.append(path)
         return written
     if layout == NPZ:
+        for name, array in tensors.items():
+            if np.asarray(array).dtype.kind == "V":  # ml_dtypes (bfloat16, float8, int4): .npy keeps raw bytes
+                raise GateError(
+                    f"{kind} '{name}' is {np.asarray(array).dtype}, which the npz layout cannot store (numpy "
+                    "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
+                )
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{index:06d}.npz"
         # Uncompressed: model outputs are mostly float mantissas, which zlib shrinks by ~6% (ppocr_v4_rec),

@@ -85,6 +85,16 @@ def parse_choice(name: str, value: str, choices: Sequence[str]) -> str:
     raise GateError(f"Input `{name}` must be one of {listed}, got {value!r}.")
 
 
+def workspace_default(value: str, environ: Mapping[str, str] = os.environ) -> Path:
+    """The absolute, normalized path of a default report path ``value`` under the workspace (the
+    working directory outside Actions), never raising: the fallback of an input whose value (or the
+    default itself, e.g. a symlink committed there) :func:`workspace_path` refused. What is written
+    there is written atomically and never through a symlink (``gate.paths.write_atomic``)."""
+    workspace = environ.get("GITHUB_WORKSPACE")
+    base = Path(workspace) if workspace else Path.cwd()
+    return Path(os.path.normpath(base.absolute() / value))
+
+
 def workspace_path(name: str, value: str, environ: Mapping[str, str] = os.environ) -> Path:
     """Return the path that input ``name`` names, resolved inside the workspace.
 
@@ -154,9 +164,26 @@ def notice(message: object, title: str | None = None, file: str | None = None, l
     _annotate("notice", message, title, file, line)
 
 
+def secret_parts(secret: str) -> list[str]:
+    """The pieces of ``secret`` to hide: the whole value and each of its lines (surrounding spaces
+    stripped), longest first. The runner and our messages treat text line by line, so a secret
+    holding a line break would otherwise show in pieces."""
+    parts = {secret, *(line.strip() for line in secret.splitlines())}
+    return sorted((part for part in parts if part), key=len, reverse=True)
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every piece of ``secret`` (:func:`secret_parts`) replaced by ``***``."""
+    for part in secret_parts(secret) if secret else ():
+        text = text.replace(part, "***")
+    return text
+
+
 def add_mask(value: object) -> None:
-    """Print ``::add-mask::`` so the runner hides ``value`` in all later log output."""
-    print(workflow_command("add-mask", value), flush=True)
+    """Print ``::add-mask::`` so the runner hides ``value`` in all later log output: one command for
+    the whole value and one per line of it (:func:`secret_parts`)."""
+    for part in secret_parts(str(value)):
+        print(workflow_command("add-mask", part), flush=True)
 
 
 def annotate_capped(cmd: str, annotations: Iterable[tuple[str, str]], limit: int, more: str) -> int:

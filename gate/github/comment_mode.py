@@ -68,6 +68,7 @@ def comment_mode(environ, settings, errors: list[GateError], verbose: bool) -> i
     """
     from gate.github.event import find_pull_request, head_sha, load_event
     from gate.report import render_text
+    from gate.report.per_key import worst_per_key
     from gate.results_file import dumps_within, read_untrusted_report, report_document
 
     def fail(message: str) -> int:
@@ -104,12 +105,15 @@ def comment_mode(environ, settings, errors: list[GateError], verbose: bool) -> i
         else:
             print(f"Pull request #{ref.number}, found from {ref.found_by}.")
         for report in reports:
-            key = settings.comment_key or report.comment_key or f"{workflow}/{report.result.model}"
             write_summary(report.result, run_url, commit, environ, warn_only)
+        # One comment per key, showing the worst of the files that share it (gate.report.per_key).
+        keyed = [(settings.comment_key or r.comment_key or f"{workflow}/{r.result.model}", r.result) for r in reports]
+        comments = worst_per_key(keyed)
+        for key, result in comments:
             if ref is None or settings.comment_mode == "off":
                 continue
             try:
-                outcome = post_comment(client, environ, settings, ref.number, report.result, key, run_url, commit)
+                outcome = post_comment(client, environ, settings, ref.number, result, key, run_url, commit)
                 print(comment_outcome(outcome, ref.number))
             except GateError as err:
                 if verbose:
@@ -133,7 +137,7 @@ def comment_mode(environ, settings, errors: list[GateError], verbose: bool) -> i
         environ,
     )
     if failures:
-        return fail(f"{failures} of {len(reports)} comments could not be written.")
+        return fail(f"{failures} of {len(comments)} comments could not be written.")
     where = f"pull request #{ref.number}" if ref else "no pull request"
     verdicts = ", ".join(sorted({r.status for r in results}))
     actions.notice(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gate.errors import GateError
 
 if TYPE_CHECKING:
-    from gate.github.comments import GitHubClient
+    from gate.github.client import GitHubClient
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 COMMIT_LOOKUP_EVENTS = ("push", "merge_group", "workflow_dispatch", "schedule")

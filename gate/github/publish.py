@@ -29,7 +29,7 @@ def workflow_run_url(environ) -> str | None:
 
 
 def github_client(environ, token):
-    from gate.github.comments import GitHubClient
+    from gate.github.client import GitHubClient
 
     api_url = environ.get("GITHUB_API_URL") or "https://api.github.com"
     if not re.match(r"https?://", api_url):
@@ -88,13 +88,14 @@ def comment_outcome(outcome: dict, number: int) -> str:
 
 def post_comment(client, environ, settings, number: int, result: GateResult, key, run_url, commit) -> dict:
     """Render ``result`` into the comment budget and create or update the comment per ``comment_mode``."""
-    from gate.github.comments import COMMENT_TRUNCATE_AT, header_size, upsert_comment
+    from gate.github.comments import COMMENT_TRUNCATE_AT, LONGEST_LOGIN, header_size, upsert_comment
     from gate.report.markdown import render_markdown
     from gate.results_file import results_digest
 
     digest = results_digest(result) if settings.comment_mode == "on-change" else None
-    body = render_markdown(result, run_url, commit, budget=COMMENT_TRUNCATE_AT - header_size(key, digest))
-    return upsert_comment(
+    budget = COMMENT_TRUNCATE_AT - header_size(key, digest, LONGEST_LOGIN)  # room for an App's author line
+    body = render_markdown(result, run_url, commit, budget=budget)
+    outcome = upsert_comment(
         client,
         environ.get("GITHUB_REPOSITORY", ""),
         number,
@@ -104,6 +105,9 @@ def post_comment(client, environ, settings, number: int, result: GateResult, key
         create=settings.comment_mode != "on-failure" or result.status != PASSED,
         digest=digest,
     )
+    if outcome.get("warning"):  # the comment's author is unknown: the next run would post another
+        actions.warning(outcome["warning"], title="accuracy-gate")
+    return outcome
 
 
 def read_only_notice(err, number, report) -> None:

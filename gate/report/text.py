@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.report.escape import visible
 from gate.results import GateResult, fmt, fmt_delta, plural
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
@@ -28,17 +29,18 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
     cells = []
     for row in result.rows:
         if row.error:
-            cell = (row.output, "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
+            cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
-            stat = f"{row.stat} (avg)" if row.averaged else row.stat
+            stat = "exact" if row.exact else row.stat
+            stat = f"{stat} (avg)" if row.averaged else stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             cell = (
-                row.output,
+                visible(row.output),  # a line break or zero-width character shows, escaped
                 stat,
                 fmt(row.abs_value),
-                fmt(row.atol),
+                "-" if row.exact else fmt(row.atol),
                 fmt(row.rel_value),
-                fmt(row.rtol),
+                "-" if row.exact else fmt(row.rtol),
                 failed,
                 _verdict_cell(row),
             )
@@ -76,4 +78,29 @@ def render_text(result: GateResult) -> str:
     )
     scope = scope_line(result)
     header_lines = [header] + ([scope] if scope else [])
-    return "\n".join([*header_lines, *lines, "", f"{VERDICTS[result.status]}: {result.message}"])
+    return "\n".join(
+        [*header_lines, *lines, *runtime_lines(result), "", f"{VERDICTS[result.status]}: {result.message}"]
+    )
+
+
+GPU_FACTS = (
+    ("gpu_name", "GPU {}"),
+    ("gpu_compute_capability", "compute capability {}"),
+    ("gpu_driver", "driver {}"),
+    ("cuda_runtime_version", "CUDA runtime {}"),
+    ("cudnn_version", "cuDNN {}"),
+    ("tensorrt_version", "TensorRT {}"),
+)
+
+
+def runtime_lines(result: GateResult) -> list[str]:
+    """The GPU and execution providers a run used, and any note on its precision (``gate.backend.
+    gpu_facts``), for the terminal; the other reports list every fact."""
+    facts = result.facts
+    gpu = ", ".join(text.format(facts[key]) for key, text in GPU_FACTS if facts.get(key))
+    lines = [f"runtime: {gpu}"] if gpu else []
+    if facts.get("onnxrt_providers") and (gpu or "(" in facts["onnxrt_providers"]):
+        lines.append(f"execution providers: {facts['onnxrt_providers']}")
+    if facts.get("note"):
+        lines.append(f"note: {facts['note']}")
+    return [""] + lines if lines else []

@@ -25,6 +25,7 @@ from gate.backend.trt.calibrator import CalibrationFeed, feeds_sha256, make_cali
 from gate.backend.trt.flavour import first_error, flavour_of, import_trt, trt_logger
 from gate.backend.trt.layerwise import mark_network_outputs, not_produced, onnx_tensor_names
 from gate.backend.trt.network import apply_profiles, configure, network_io, parse_onnx
+from gate.backend.trt.precision import prepare_build
 from gate.backend.trt.probe import GpuInfo, probe_gpu
 from gate.backend.trt.progress import BuildProgress, make_progress_monitor
 from gate.backend.trt.settings import TrtBuildSettings
@@ -234,7 +235,11 @@ def build_engine(
     trt = import_trt(settings.flavour)
     gpu = _gpu_for_build(settings, gpu)
     cache = EngineCache(cache_dir) if cache_dir is not None else None
+    # Strongly typed TensorRT: fp16 / bf16 build a converted model (gate.backend.trt.precision).
+    model_path, build_settings, conversion = prepare_build(trt, model_path, settings, cache_dir)
     fields = build_key_fields(model_path, settings, trt.__version__, gpu, calibration_data) if cache else None
+    if fields is not None and conversion is not None:
+        fields["precision_conversion"] = conversion
     key = cache_key(fields) if cache else None
     if cache and not force:
         cached = _from_cache(cache, key, fields, settings, trt.__version__)
@@ -247,7 +252,9 @@ def build_engine(
 
     started = time.perf_counter()
     builder, network, parser, marked, onnx_names = network_from_onnx(trt, model_path, settings)
-    config, profiles, profile_objects, monitor = create_config(trt, builder, network, settings, progress_interval_s)
+    config, profiles, profile_objects, monitor = create_config(
+        trt, builder, network, build_settings, progress_interval_s
+    )
     timing_path, timing_cache = _use_timing_cache(trt, cache, config, settings, gpu)
     calibrator, feed = _attach_calibrator(trt, config, settings, calibration_data, calibration_path, profile_objects)
 

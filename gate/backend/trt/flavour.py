@@ -72,8 +72,14 @@ def trt_logger(trt):
     """One ``trt.ILogger`` per flavour that sends TensorRT's messages to the ``gate.backend.trt``
     Python logger: warnings at INFO (TensorRT warns about routine casts), the rest at DEBUG. Errors are
     also kept (``.errors``, the last 32) so that a failing build or inference can name TensorRT's first
-    error in its one-line GateError instead of printing TensorRT's multi-line log."""
-    key = trt.__name__
+    error in its one-line GateError instead of printing TensorRT's multi-line log.
+
+    ``trt`` may be the flavour's package (``tensorrt_rtx``) or the module its classes live in
+    (``tensorrt_rtx_bindings.tensorrt_rtx``, what :func:`module_of` gives): both get the same logger.
+    TensorRT hands a custom ``ILogger`` every message whatever its ``min_severity`` (only its built-in
+    ``Logger`` filters), so ``log`` drops messages less severe than ``min_severity`` itself; errors
+    are always kept."""
+    key = flavour_of(trt)
     if key not in _loggers:
 
         class GateTrtLogger(trt.ILogger):
@@ -87,6 +93,8 @@ def trt_logger(trt):
                 if level in ("INTERNAL_ERROR", "ERROR"):
                     self.errors.append(text)
                     log.debug("TensorRT error: %s", text)
+                elif int(severity) > int(self.min_severity):  # Severity: 0 INTERNAL_ERROR ... 4 VERBOSE
+                    return
                 elif level == "WARNING":
                     log.info("TensorRT: %s", text)
                 else:
@@ -109,8 +117,9 @@ def first_error(logger, default: str) -> str:
 
 def last_error(trt, default: str) -> str:
     """TensorRT's latest error logged through ``trt_logger(trt)``, on one line, else ``default`` (also
-    when no such logger was made, e.g. for an engine from elsewhere)."""
-    logger = _loggers.get(getattr(trt, "__name__", ""))
+    when no such logger was made, e.g. for an engine from elsewhere). ``trt`` is the package or the
+    module of an engine's or a context's class (:func:`module_of`)."""
+    logger = _loggers.get(flavour_of(trt)) if hasattr(trt, "__name__") else None
     if logger is None or not logger.errors:
         return default
     return " ".join(logger.errors[-1].split())

@@ -174,8 +174,9 @@ class TrtBuildSettings:
     Args:
         flavour: ``"tensorrt"`` or ``"tensorrt_rtx"``.
         fp16, bf16, tf32, int8: builder precision flags. TF32 is off unless asked for (Polygraphy's
-            default). ``tensorrt_rtx`` has only TF32: its networks are strongly typed, so precision
-            comes from the model's own types.
+            default). ``tensorrt_rtx`` (and TensorRT 11) has only TF32: its networks are strongly
+            typed, so fp16 / bf16 convert the model first (``gate.backend.trt.precision``) and int8
+            needs a model with explicit Q/DQ nodes.
         strongly_typed: build a strongly typed network (``tensorrt``; always so for ``tensorrt_rtx``).
             Cannot be combined with fp16 / bf16 / int8.
         input_shapes: ``{input name: shape}``; without ``profiles`` it makes one profile with
@@ -217,10 +218,11 @@ class TrtBuildSettings:
     def __post_init__(self):
         check_flavour(self.flavour)
         weak = [flag for flag in ("fp16", "bf16", "int8") if getattr(self, flag)]
-        if self.flavour == "tensorrt_rtx" and weak:
+        if self.flavour == "tensorrt_rtx" and self.int8:  # fp16 / bf16 convert the model (precision.py)
             raise GateError(
-                f"--{weak[0]} is not available with TensorRT flavour tensorrt_rtx: its networks are strongly typed, "
-                "so precision comes from the model's own types (convert the model, e.g. to float16, instead)."
+                "--int8 is not available with TensorRT flavour tensorrt_rtx: its networks are strongly typed, "
+                "so int8 needs a model with explicit (calibrated) QuantizeLinear/DequantizeLinear nodes, "
+                "built without --int8."
             )
         if self.strongly_typed and weak:
             raise GateError(

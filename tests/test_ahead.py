@@ -1,0 +1,90 @@
+"""``gate.ahead.StreamAhead``: ``check`` on a GPU runs iteration i + 1 while iteration i is compared.
+The stream's order, values and errors stay those of the plain stream: checked on the CPU by turning
+it on there (real ONNX Runtime sessions, real golden sets), against the same check without it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from test_cli import gather_golden_set_failing_at_2
+
+import gate.job
+from gate.ahead import StreamAhead, on_gpu
+from gate.config import load_config
+from gate.errors import GateError
+
+from conftest import perturb_golden
+
+
+def test_stream_ahead_keeps_order_values_and_errors():
+    seen = []
+
+    def stream():
+        try:
+            for i in range(5):
+                seen.append((i, threading.current_thread().name))
+                if i == 3:
+                    raise GateError("iteration 3 failed")
+                yield i
+        finally:
+            seen.append(("closed", threading.current_thread().name))
+
+    ahead = StreamAhead(stream())
+    assert [next(ahead), next(ahead), next(ahead)] == [0, 1, 2]
+    assert all(name.startswith("gate-stream-ahead") for _, name in seen[:3])  # computed on the worker
+    with pytest.raises(GateError, match="iteration 3 failed"):
+        next(ahead)
+    with pytest.raises(StopIteration):
+        next(ahead)
+    ahead.close()
+    assert list(StreamAhead(iter([]))) == []
+    closed = StreamAhead(stream())
+    assert next(closed) == 0
+    closed.close()  # waits for item 1 in flight, then closes the generator (its finally runs)
+    assert seen[-1][0] == "closed"
+
+
+def test_on_gpu():
+    class Cfg:
+        runners, execution_providers = ["onnxrt"], ["CPUExecutionProvider"]
+
+    assert not on_gpu(Cfg)
+    Cfg.execution_providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert on_gpu(Cfg)
+    Cfg.runners, Cfg.execution_providers = ["trt"], ["CPUExecutionProvider"]
+    assert on_gpu(Cfg)
+
+
+@pytest.fixture
+def ahead_on(monkeypatch):
+    def turn(on: bool):
+        monkeypatch.setattr(gate.job, "inference_ahead", lambda cfg: on)
+
+    return turn
+
+
+def test_check_with_the_stream_ahead_gives_the_same_result(example, ahead_on):
+    for k, delta in ((1, 3e-5), (4, 2e-3), (6, 1e-6)):
+        perturb_golden(example / "data" / f"test_data_set_{k}" / "output_0.pb", (0, 1), delta)
+    cfg = load_config(example / "gate.toml")
+    ahead_on(False)
+    plain = gate.job.check(cfg)
+    ahead_on(True)
+    ahead = gate.job.check(cfg)
+    assert plain.status == ahead.status == "regressed"
+    assert ahead.rows == plain.rows and ahead.message == plain.message
+    assert ahead.rows[0].abs_value > 1e-3
+
+
+def test_an_error_at_iteration_k_names_iteration_k_with_the_stream_ahead(tmp_path, ahead_on):
+    toml = gather_golden_set_failing_at_2(tmp_path)
+    cfg = load_config(toml)
+    results = []
+    for on in (False, True):
+        ahead_on(on)
+        results.append(gate.job.check(cfg))
+    plain, ahead = results
+    assert ahead.message == plain.message and ahead.stopped_at == plain.stopped_at == 2
+    assert ahead.message.startswith("stopped after 2 of 5 iterations: iteration 2 (")
+    assert ahead.rows == plain.rows and ahead.iterations == plain.iterations == 2
