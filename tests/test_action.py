@@ -222,8 +222,9 @@ def test_first_run_comments_and_reports_a_pass(workspace, fake):
     assert [(c.method, c.path) for c in fake.calls] == [  # no GET /user: a GITHUB_TOKEN always gets 403 there
         ("GET", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),
         ("POST", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),
+        ("GET", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),  # no concurrent run's comment of this key
     ]
-    assert fake.calls[-1].body == {"body": body}
+    assert fake.calls[1].body == {"body": body}
 
     report = json.loads(run.outputs.pop("report_json"))
     assert run.outputs == {
@@ -420,7 +421,7 @@ def test_rate_limited_list_waits_for_retry_after_then_comments(workspace, fake, 
 
     assert run.code == 0 and len(fake.on_pr(PR_NUMBER)) == 1
     assert sleeps == [17.0, 2.0]  # Retry-After, then the backoff of the second attempt
-    assert [c.status for c in fake.calls_to("GET", "/comments$")] == [429, 500, 200]
+    assert [c.status for c in fake.calls_to("GET", "/comments$")] == [429, 500, 200, 200]  # + the list after POST
     assert not run.lines("::warning")
 
 
