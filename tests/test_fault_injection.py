@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def files_of(front: str) -> tuple[str, ...]:
 
 
 def one_run(case: dict, spaces: dict, template: dict, duration: float) -> list[str]:
-    """Runs ``case`` once; returns the rules it broke (one line each)."""
+    """Runs ``case`` once; returns the rules it broke (one line each); ``case["exit"]`` gets the exit code."""
     space = spaces[case["golden"]]
     out = space / f"out-{case['id']}"
     out.mkdir()
@@ -120,7 +121,7 @@ def one_run(case: dict, spaces: dict, template: dict, duration: float) -> list[s
     if proc.poll() is None:
         proc.send_signal(case["signal"])
     stdout, stderr = proc.communicate(timeout=120)
-    code = proc.returncode
+    code = case["exit"] = proc.returncode
     states = {name: reads(out / name) for name in names if (out / name).exists()}
     where = f"{case} exit {code} files {states}"
     broken = [f"{name} is {state}: {where}" for name, state in states.items() if state.startswith("unreadable")]
@@ -165,5 +166,7 @@ def test_killed_runs_never_leave_a_report_that_reads_passed(workspaces):
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda case: one_run(case, workspaces, template, duration[case["front"]]), cases))
     broken = [line for result in results for line in result]
+    seen = Counter((case["front"], case["signal"].name, case["when"], case["exit"]) for case in cases)
+    print("runs by front end, signal, kill moment, exit code:", dict(sorted(seen.items())))  # pytest -s
     assert len(cases) >= 50
     assert not broken, "\n".join(broken[:10])
