@@ -192,56 +192,26 @@ def test_a_partial_baseline_gives_the_same_deltas_and_a_baseline_series(gate, tm
     assert f"| `s` | `█········▂` | `█··▂······` | 0 | {fmt(error)} | 0.05 |" in markdown  # atol above every bin
 
 
+def regression_check(capsys, gate, root, baseline, margin: str):
+    """``check --baseline B --fail-on regression --regression-margin M`` inside ``root``."""
+    args = ("--baseline", baseline, "--fail-on", "regression", "--regression-margin", margin)
+    return run_cli(capsys, "check", gate.config, "--root", root, *args)
+
+
 def test_crossing_the_tolerance_is_a_regression_and_an_old_failure_is_known(gate, tmp_path, capsys):
     _, report, _ = baseline_of(capsys, gate, tmp_path, 0.01)
     gate.move_s(0.06)  # out of tolerance now (atol 0.05), within it on the baseline
-    code, out, _ = run_cli(
-        capsys,
-        "check",
-        gate.config,
-        "--root",
-        tmp_path,
-        "--baseline",
-        report,
-        "--fail-on",
-        "regression",
-        "--regression-margin",
-        "1",
-    )
+    code, out, _ = regression_check(capsys, gate, tmp_path, report, "1")
     assert code == 1 and "'s' (now out of tolerance, within it on the baseline)" in out
 
     _, report, _ = baseline_of(capsys, gate, tmp_path / "failing", 0.06)  # the baseline fails too
     gate.move_s(0.062)
     code, out, _ = run_cli(capsys, "check", gate.config, "--root", tmp_path, "--baseline", report)
     assert code == 1  # the tolerances' verdict
-    code, out, _ = run_cli(
-        capsys,
-        "check",
-        gate.config,
-        "--root",
-        tmp_path,
-        "--baseline",
-        report,
-        "--fail-on",
-        "regression",
-        "--regression-margin",
-        "0.01",
-    )
+    code, out, _ = regression_check(capsys, gate, tmp_path, report, "0.01")
     assert code == 0, out
     assert "; 1 out of tolerance as on the baseline: 's'" in out and text_row(out, "s")[-3] == "FAIL (as baseline)"
-    code, out, _ = run_cli(
-        capsys,
-        "check",
-        gate.config,
-        "--root",
-        tmp_path,
-        "--baseline",
-        report,
-        "--fail-on",
-        "regression",
-        "--regression-margin",
-        "1e-3",
-    )
+    code, out, _ = regression_check(capsys, gate, tmp_path, report, "1e-3")
     assert code == 1 and "worse by more than the margin 0.001" in out
 
 

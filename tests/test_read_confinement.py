@@ -11,6 +11,7 @@ from pathlib import Path
 
 import junitparser
 import pytest
+from test_report_claims import action_environ
 
 import gate.job
 from gate import cli
@@ -142,15 +143,7 @@ def test_action_does_not_follow_a_report_folder_replaced_by_a_symlink_during_the
     target.mkdir()
     monkeypatch.chdir(example)
     swap_folder_during_the_run(monkeypatch, example / "out", target)
-    environ = {
-        "GITHUB_WORKSPACE": str(example),
-        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "INPUT_CONFIG": "gate.toml",
-        "INPUT_COMMENT_MODE": "off",
-        "INPUT_JUNIT_PATH": "out/j.xml",
-        "INPUT_REPORT_PATH": "out/r.json",
-    }
+    environ = action_environ(example, tmp_path)
     assert action_main(environ) == 2
     out = capsys.readouterr().out
     assert "the folder of the JUnit file was replaced while the gate ran" in out
