@@ -207,6 +207,7 @@ def _open_folder(path: Path) -> _Folder:
                 child = os.open(part, flags, dir_fd=fd)
             except FileNotFoundError:
                 os.mkdir(part, 0o777, dir_fd=fd)
+                _inherit_owner(fd, part)
                 child = os.open(part, flags, dir_fd=fd)
             os.close(fd)
             fd = child
@@ -221,6 +222,20 @@ def _open_folder(path: Path) -> _Folder:
     opened = _Folder(folder, fd, (stat.st_dev, stat.st_ino))
     _folders[folder] = opened
     return opened
+
+
+def _inherit_owner(folder_fd: int, name: str | None = None, fd: int | None = None) -> None:
+    """As root (the action's container), a folder or file the gate creates gets the owner of the folder
+    it is in (the workspace's), so that no root-owned file is left behind, not even a claim that a
+    killed run leaves (root-owned files break the next ``actions/checkout`` on self-hosted runners)."""
+    if os.geteuid() != 0:
+        return
+    owner = os.fstat(folder_fd)
+    with contextlib.suppress(OSError):
+        if fd is not None:
+            os.fchown(fd, owner.st_uid, owner.st_gid)
+        else:
+            os.chown(name, owner.st_uid, owner.st_gid, dir_fd=folder_fd, follow_symlinks=False)
 
 
 def _still_there(folder: _Folder, path: Path, what: str) -> None:
@@ -264,6 +279,7 @@ def place(path, data: bytes, what: str) -> Path:
     temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=folder.fd)
     try:
+        _inherit_owner(folder.fd, fd=fd)
         with os.fdopen(fd, "wb") as file:
             file.write(data)
             file.flush()

@@ -191,3 +191,13 @@ def test_action_entry_point_sigint_is_one_error_line_not_a_traceback(tmp_path, e
 
 
 assert EXAMPLE.is_dir()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can hand files to another owner")
+def test_claims_and_reports_written_as_root_get_the_folders_owner(tmp_path, example, capsys):
+    out = example / "out"
+    os.chown(example, 12345, 23456)
+    flags = ["--junit", str(out / "sub" / "j.xml"), "--report", str(out / "r.json"), "--root", str(example)]
+    assert cli.main(["check", str(example / "gate.toml"), *flags]) == 0
+    for path in (out, out / "sub", out / "sub" / "j.xml", out / "r.json"):
+        assert (path.stat().st_uid, path.stat().st_gid) == (12345, 23456), path
