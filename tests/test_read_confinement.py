@@ -148,3 +148,4 @@ def test_action_does_not_follow_a_report_folder_replaced_by_a_symlink_during_the
     out = capsys.readouterr().out
     assert "the folder of the JUnit file was replaced while the gate ran" in out
     assert list(target.iterdir()) == []
+    assert "passed=false" in (tmp_path / "github_output").read_text()
