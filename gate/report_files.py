@@ -199,8 +199,11 @@ def _open_folder(path: Path) -> _Folder:
     folder = Path(os.path.realpath(Path(path).parent))
     if folder in _folders:
         return _folders[folder]
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    # O_PATH (Linux) needs no read permission on the folders above (a 0711 home); with O_DIRECTORY
+    # and O_NOFOLLOW a symlink fails (ENOTDIR, or ELOOP without O_PATH)
+    access = getattr(os, "O_PATH", os.O_RDONLY)
+    flags = access | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", access | os.O_DIRECTORY)
     try:
         for part in folder.parts[1:]:
             try:
