@@ -7,7 +7,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gate.action import main  # noqa: E402
+try:
+    from gate.action import main  # noqa: E402
+except KeyboardInterrupt:  # SIGINT before the gate's own handler (gate.pipeline.guarded) is in place
+    print("::error title=accuracy-gate::interrupted by SIGINT; could not evaluate", flush=True)
+    sys.exit(2)
 
 if __name__ == "__main__":
     sys.exit(main())

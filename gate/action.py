@@ -277,7 +277,20 @@ def _execute(environ, settings: Settings, errors: list[GateError], verbose: bool
 def main(environ: Mapping[str, str] | None = None) -> int:
     """Runs the action; returns the exit code. An unexpected exception is exit 2 (could not
     evaluate), never 1, which means that accuracy regressed."""
+    from gate.pipeline import guarded
+
     environ = os.environ if environ is None else environ
+    return guarded(lambda: _main_reported(environ), _interrupted)
+
+
+def _interrupted(message: str) -> None:
+    """A signal ends the run (``gate.pipeline.guarded``): the error annotation, outside any fold."""
+    actions.resume_commands()
+    print("::endgroup::", flush=True)
+    actions.error(message, title="accuracy-gate")
+
+
+def _main_reported(environ: Mapping[str, str]) -> int:
     try:
         return _main(environ)
     except Exception as err:  # an internal error must not read as "accuracy regressed"

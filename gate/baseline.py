@@ -120,8 +120,9 @@ def load_baseline(paths) -> Baseline:
     if schemas == {REPORT} and len(documents) == 1:
         result = read_untrusted_report(files[0]).result
         if (result.scope or "").startswith("shard "):
+            scope = result.scope[:80] if result.scope[:80].isprintable() else repr(result.scope[:80])  # untrusted
             raise GateError(
-                f"{files[0]}: this results file covers only {result.scope}; use the merged run's results file "
+                f"{files[0]}: this results file covers only {scope}; use the merged run's results file "
                 "(or every shard's partial result files) as the baseline."
             )
     elif schemas == {PARTIAL}:

@@ -245,6 +245,12 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
 
 
 def main(argv=None) -> int:
+    from gate.pipeline import guarded
+
+    return guarded(lambda: _main(argv), _error)  # SIGTERM / SIGINT: an error report, exit 2
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"

@@ -13,7 +13,12 @@ error (exit 2) with the report paths an error may use. Any other exception is a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,8 +138,11 @@ def failed(request: Request, message: str, error: BaseException | None = None, c
 
 
 def execute(request: Request) -> Outcome:
-    """Runs ``request`` (see the module docstring); a GateError becomes an error outcome."""
+    """Runs ``request`` (see the module docstring); a GateError becomes an error outcome. Before any
+    model runs, its report files are claimed (``gate.report_files.claim``: a not-passed state)."""
     state: dict = {}
+    report_files.release()
+    _running[:] = [request]
     try:
         return _execute(request, state)
     except GateError as err:
@@ -154,6 +162,12 @@ def _execute(request: Request, state: dict) -> Outcome:
         config = load_config(request.config, {**request.overrides, "root": request.root}, request.sources)
         state["config"] = config
     paths = report_files.report_paths(request, scope)
+    report_files.check_reads(request, scope)
+    report_files.claim(
+        paths,
+        config.model.name if config is not None else request.model_name,
+        [interrupted_message(s) for s in HANDLED],
+    )
     baseline = _load_baseline(request)
     if request.command == "check":
         from gate.parallel import check_with  # plain, in parallel (--devices / --jobs) or a precision preview
@@ -274,4 +288,60 @@ def layer_report(outcome: Outcome) -> str:
     return render_layers(*compare_layers(config, feed, marked))
 
 
-__all__ = ["Outcome", "Request", "RunOptions", "execute", "failed", "layer_report", "write_reports"]
+_running: list = []  # the request being executed
+_say: list = []  # the front end's one-line error printer, while guarded
+_hard_exit = os._exit  # how a signal ends the process (tests replace it)
+HANDLED = (signal.SIGTERM, signal.SIGINT)
+
+
+def interrupted_message(signum: int) -> str:
+    return f"interrupted by {signal.Signals(signum).name}; could not evaluate"
+
+
+def _on_signal(signum, frame):
+    """SIGTERM / SIGINT while guarded: the error line, every claimed report file rewritten with the
+    error (bytes rendered at claim time, so nothing is imported here), exit 2 at once. The process
+    is ended from the handler, not by an exception: one raised into the middle of an import or an
+    extension's call can abort the interpreter instead (measured: SIGABRT in protobuf's init)."""
+    for handled in HANDLED:
+        signal.signal(handled, signal.SIG_IGN)
+    message = interrupted_message(signum)
+    with contextlib.suppress(BaseException):
+        if _say:
+            _say[0](message)
+    with contextlib.suppress(BaseException):
+        report_files.write_unfinished(message)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    _hard_exit(EXIT_ERROR)
+
+
+def guarded(main: Callable[[], int], say: Callable[[str], None]) -> int:
+    """Runs a front end's ``main`` with SIGTERM and SIGINT handled: ``say`` gets the one-line message
+    (``interrupted by SIGTERM; could not evaluate``), every report file the run claimed
+    (``gate.report_files.claim``) gets it as an error, and the process exits 2. Before the claim
+    (reading flags and gate.toml) nothing is written yet; after SIGKILL at worst the claim remains."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, _on_signal) for s in HANDLED} if main_thread else {}
+    _say[:] = [say]
+    try:
+        return main()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _say.clear()
+        report_files.release()
+        _running.clear()
+
+
+__all__ = [
+    "Outcome",
+    "Request",
+    "RunOptions",
+    "execute",
+    "failed",
+    "guarded",
+    "layer_report",
+    "write_reports",
+]

@@ -18,12 +18,20 @@ replaced (``gate.paths.replaceable``).
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
+import os
+import secrets
+import stat as stat_module
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate.config import ReportScope, report_scope
 from gate.errors import GateError
 from gate.paths import DEFAULT_JUNIT, confinement_root, replaceable, require_output
+from gate.results import ERROR, GateResult
 
 KINDS = ("junit", "markdown", "report")
 """The report files an error is written to (the partial result file never holds one)."""
@@ -69,6 +77,40 @@ def scope_of(request) -> ReportScope:
             if p
         ]
     return ReportScope(scope.root, scope.protected + tuple(reads), scope.known, scope.junit, scope.junit_error)
+
+
+READS = {"baseline": "the baseline", "partials": "a partial result file being merged"}
+
+
+def check_reads(request, scope: ReportScope) -> None:
+    """The one rule for what ``run``, ``merge`` and a baseline read (gate.toml's own paths are checked
+    as it loads): every path given that exists, and every file found in a folder given, resolves
+    inside the confinement root (``gate.paths.require_inside``: also through symlinks), as the report paths do.
+
+    Raises:
+        GateError: a path that leads outside, naming the flag or input that gave it.
+    """
+    from gate.merge import partial_files
+    from gate.paths import require_inside
+
+    names = {**{"baseline": "--baseline", "partials": "merge's partial result files"}, **request.names}
+    given = [(p, "baseline") for p in request.baseline] + [(p, "partials") for p in request.partials]
+    for path, kind in given:
+        if not os.path.lexists(path):
+            continue  # its reader says that it is missing
+        require_inside(Path(path), scope.root, f"{names.get(kind, kind)} ({READS[kind]})")
+        if Path(path).is_dir():
+            for found in partial_files([path]):
+                require_inside(found, scope.root, f"{names.get(kind, kind)} ({READS[kind]})")
+    if request.run is not None:
+        run = request.run
+        for value, what in (
+            (run.model, "the model"),
+            (run.load_inputs, "--load-inputs"),
+            (run.load_outputs, "--load-outputs"),
+        ):
+            if value and os.path.lexists(value):
+                require_inside(Path(value), scope.root, what)
 
 
 def _junit(request, scope: ReportScope) -> Path:
@@ -126,30 +168,225 @@ def error_paths(request, scope: ReportScope) -> ReportPaths:
     return ReportPaths(**paths, refused=tuple(refused))
 
 
-def write(kind: str, path, result, commit: str | None = None, key: str | None = None, environ=None) -> Path:
-    """Writes ``result`` as the report file ``kind`` (a key of :data:`WHAT`) at ``path``, parent folders
-    created; returns the path. ``environ`` (default ``os.environ``) gives the JUnit file's
-    ``GITHUB_WORKSPACE``.
+UNFINISHED = (
+    "running: accuracy-gate has not finished (still running, or stopped before it wrote its verdict); "
+    "could not evaluate"
+)
+"""The message of the report files a run claims before any model runs (:func:`claim`)."""
+UNFINISHED_PARTIAL = {"schema": "accuracy-gate-unfinished-run", "status": "running", "message": UNFINISHED}
+"""The partial result file's claim: ``merge`` refuses it (not a partial result file), never counts it."""
+
+
+@dataclass
+class _Folder:
+    """A report file's folder, opened once without following a symlink (``fd``), with the resolved
+    path and the ``(st_dev, st_ino)`` it had then."""
+
+    path: Path
+    fd: int
+    identity: tuple
+
+
+_claims: dict = {}  # kind -> (path, _Folder): the report files this process claimed (:func:`claim`)
+_folders: dict = {}  # resolved folder -> _Folder
+_model: list = []  # the model name the claims were written for
+_rendered: dict = {}  # (kind, message) -> the error report's bytes, rendered at claim time
+
+
+def _open_folder(path: Path) -> _Folder:
+    """``path``'s folder, created where missing, opened component by component from ``/`` with
+    ``O_NOFOLLOW`` on its resolved path (a component that is, or becomes, a symlink is refused)."""
+    folder = Path(os.path.realpath(Path(path).parent))
+    if folder in _folders:
+        return _folders[folder]
+    # O_PATH (Linux) needs no read permission on the folders above (a 0711 home); with O_DIRECTORY
+    # and O_NOFOLLOW a symlink fails (ENOTDIR, or ELOOP without O_PATH)
+    access = getattr(os, "O_PATH", os.O_RDONLY)
+    flags = access | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", access | os.O_DIRECTORY)
+    try:
+        for part in folder.parts[1:]:
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(part, 0o777, dir_fd=fd)
+                _inherit_owner(fd, part)
+                child = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except OSError as err:
+        os.close(fd)
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise GateError(
+                f"{path}: its folder {folder} holds a symbolic link; the gate never writes through one."
+            ) from err
+        raise
+    stat = os.fstat(fd)
+    opened = _Folder(folder, fd, (stat.st_dev, stat.st_ino))
+    _folders[folder] = opened
+    return opened
+
+
+def _inherit_owner(folder_fd: int, name: str | None = None, fd: int | None = None) -> None:
+    """As root (the action's container), a folder or file the gate creates gets the owner of the folder
+    it is in (the workspace's), so that no root-owned file is left behind, not even a claim that a
+    killed run leaves (root-owned files break the next ``actions/checkout`` on self-hosted runners)."""
+    if os.geteuid() != 0:
+        return
+    owner = os.fstat(folder_fd)
+    with contextlib.suppress(OSError):
+        if fd is not None:
+            os.fchown(fd, owner.st_uid, owner.st_gid)
+        else:
+            os.chown(name, owner.st_uid, owner.st_gid, dir_fd=folder_fd, follow_symlinks=False)
+
+
+def _still_there(folder: _Folder, path: Path, what: str) -> None:
+    """Right before a rename: ``path``'s folder still resolves to the folder opened (not replaced by a
+    symlink or another folder while the run went on).
 
     Raises:
-        GateError: the file cannot be written (one line naming it).
+        GateError: it was replaced, naming it.
     """
+    try:
+        now = os.stat(os.path.realpath(Path(path).parent))
+        same = Path(os.path.realpath(Path(path).parent)) == folder.path
+    except OSError:
+        same = False
+    if not same or (now.st_dev, now.st_ino) != folder.identity:
+        raise GateError(
+            f"{path}: the folder of the {what} was replaced while the gate ran (a symbolic link or another "
+            "folder); not writing through it."
+        )
+
+
+def place(path, data: bytes, what: str) -> Path:
+    """Writes ``data`` as ``path`` all at once or not at all, never through a symlink: into a temporary
+    file in the same folder (opened by its descriptor, ``O_NOFOLLOW``), flushed, then renamed over
+    ``path`` within that folder after checking it was not replaced (:func:`_still_there`). A symlink
+    at ``path`` is refused; a killed process leaves the old file or the new one, never a part.
+
+    Raises:
+        GateError: ``path`` or its folder is or became a symlink.
+        OSError: the file cannot be written (the old one is intact).
+    """
+    path = Path(path)
+    claimed = _claims.get(next((k for k, (p, _) in _claims.items() if p == path), None))
+    folder = claimed[1] if claimed is not None else _open_folder(path)
+    name = path.name
+    try:
+        if stat_module.S_ISLNK(os.stat(name, dir_fd=folder.fd, follow_symlinks=False).st_mode):
+            raise GateError(f"{path}: the {what} path is a symbolic link; the gate never writes through one.")
+    except FileNotFoundError:
+        pass
+    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=folder.fd)
+    try:
+        _inherit_owner(folder.fd, fd=fd)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        _still_there(folder, path, what)
+        os.replace(temporary, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder.fd)
+        raise
+    return path
+
+
+def render(kind: str, result, commit: str | None = None, key: str | None = None, environ=None) -> bytes:
+    """The bytes of report file ``kind`` for ``result``, written by that kind's own writer into a
+    private scratch folder (so that every writer's format stays its own) and read back. ``environ``
+    (default ``os.environ``) gives the JUnit file's ``GITHUB_WORKSPACE``."""
     from gate.report import render_markdown, write_junit
     from gate.results_file import write_report
 
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "markdown":
+        return render_markdown(result).encode("utf-8")
+    with tempfile.TemporaryDirectory(prefix="accuracy-gate-") as scratch:
+        path = Path(scratch) / f"report.{kind}"
         if kind == "junit":
             write_junit(result, path, environ)
-        elif kind == "markdown":
-            path.write_text(render_markdown(result), "utf-8")
         elif kind == "report":
             write_report(result, path, commit, key)
         else:
             from gate.partial_file import write_partial
 
             write_partial(result.run, path)
+        return path.read_bytes()
+
+
+def _unfinished_bytes(kind: str, model: str, message: str = UNFINISHED) -> bytes:
+    if kind == "partial":
+        return (json.dumps({**UNFINISHED_PARTIAL, "message": message}) + "\n").encode()
+    return render(kind, GateResult(model=model, status=ERROR, message=message))
+
+
+def claim(paths: ReportPaths, model: str, messages=()) -> None:
+    """Before any model runs: each report file of ``paths`` gets a not-passed state (an error
+    result, :data:`UNFINISHED`; the partial file :data:`UNFINISHED_PARTIAL`), written atomically, and
+    its folder is held open so that the final file goes to the same folder (:func:`place`). So a run
+    that is killed, even by SIGKILL, never leaves an earlier run's passing file behind. The error
+    reports of ``messages`` (a signal's) are rendered now, for :func:`write_unfinished`.
+
+    Raises:
+        GateError: a file cannot be written (one line naming it).
+    """
+    _model[:] = [model]
+    for kind in (*KINDS, "partial"):
+        path = paths.get(kind)
+        if path is None:
+            continue
+        try:
+            _claims[kind] = (Path(path), _open_folder(Path(path)))
+            for message in messages:
+                _rendered[kind, message] = _unfinished_bytes(kind, model, message)
+            place(path, _unfinished_bytes(kind, model), WHAT[kind])
+        except OSError as err:
+            raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
+
+
+def claimed() -> dict:
+    """``kind -> path`` of the report files claimed by this process and not yet released."""
+    return {kind: path for kind, (path, _) in _claims.items()}
+
+
+def write_unfinished(message: str, model: str | None = None) -> list:
+    """After a signal: every claimed report file gets the error ``message`` (the partial file its
+    claim again, whatever was written since; bytes rendered by :func:`claim` where it was given the
+    message); returns the paths written (a file that cannot be written is skipped)."""
+    written = []
+    model = model or (_model[0] if _model else "model")
+    for kind, (path, _) in list(_claims.items()):
+        with contextlib.suppress(GateError, OSError):
+            data = _rendered.get((kind, message)) or _unfinished_bytes(kind, model, message)
+            written.append(place(path, data, WHAT[kind]))
+    return written
+
+
+def release() -> None:
+    """Forgets the claims and closes the folders held open."""
+    _claims.clear()
+    _model.clear()
+    _rendered.clear()
+    for folder in _folders.values():
+        with contextlib.suppress(OSError):
+            os.close(folder.fd)
+    _folders.clear()
+
+
+def write(kind: str, path, result, commit: str | None = None, key: str | None = None, environ=None) -> Path:
+    """Writes ``result`` as the report file ``kind`` (a key of :data:`WHAT`) at ``path``, atomically and
+    never through a symlink (:func:`place`), parent folders created; returns the path. ``environ``
+    (default ``os.environ``) gives the JUnit file's ``GITHUB_WORKSPACE``.
+
+    Raises:
+        GateError: the file cannot be written (one line naming it).
+    """
+    path = Path(path)
+    try:
+        return place(path, render(kind, result, commit, key, environ), WHAT[kind])
     except OSError as err:
         raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
-    return path

@@ -101,6 +101,7 @@ class FakeGitHub:
         server.expect_request(LIST_PATH, method="GET").respond_with_handler(self.list)
         server.expect_request(LIST_PATH, method="POST").respond_with_handler(self.create)
         server.expect_request(ONE_PATH, method="PATCH").respond_with_handler(self.update)
+        server.expect_request(ONE_PATH, method="DELETE").respond_with_handler(self.delete)
         server.expect_request(re.compile(r"^(?:/api/v3)?/user$"), method="GET").respond_with_handler(self.user)
         server.expect_request(PULLS_PATH, method="GET").respond_with_handler(self.list_pulls)
         server.expect_request(PULL_PATH, method="GET").respond_with_handler(self.get_pull)
@@ -255,17 +256,33 @@ class FakeGitHub:
         comment = self.add(request.get_json()["body"], self.author, int(match["number"]), match["repo"], self.via_app)
         return json_response(comment, 201)
 
-    def update(self, request: Request):
-        if denied := self._denied(request, write=True) or self._too_long(request):
-            return denied
+    def _own(self, request: Request, check=None):
+        """``(comment, None)`` for the comment at ``request``'s path when this token may change it, else
+        ``(None, the error answer)``: scripted, 401, read-only 403, ``check``'s, 404, another's 403."""
+        if denied := self._denied(request, write=True) or (check(request) if check else None):
+            return None, denied
         comment = self.comments.get(int(ONE_PATH.match(request.path)["id"]))
         if comment is None:
-            return json_response({"message": "Not Found"}, 404)
+            return None, json_response({"message": "Not Found"}, 404)
         if comment["user"]["login"] != self.author:
-            return json_response({"message": "Must have admin rights to Repository."}, 403)
+            return None, json_response({"message": "Must have admin rights to Repository."}, 403)
+        return comment, None
+
+    def update(self, request: Request):
+        comment, denied = self._own(request, self._too_long)
+        if denied:
+            return denied
         comment["body"] = request.get_json()["body"]
         comment["updated_at"] = self._now()
         return json_response(comment)
+
+    def delete(self, request: Request):
+        """``DELETE /repos/{repo}/issues/comments/{id}``: 204, 404 when gone, 403 for another's comment."""
+        comment, denied = self._own(request)
+        if denied:
+            return denied
+        del self.comments[comment["id"]]
+        return Response(status=204)
 
     def user(self, request: Request):
         if denied := self._denied(request):

@@ -222,8 +222,9 @@ def test_first_run_comments_and_reports_a_pass(workspace, fake):
     assert [(c.method, c.path) for c in fake.calls] == [  # no GET /user: a GITHUB_TOKEN always gets 403 there
         ("GET", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),
         ("POST", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),
+        ("GET", f"/repos/{REPO}/issues/{PR_NUMBER}/comments"),  # no concurrent run's comment of this key
     ]
-    assert fake.calls[-1].body == {"body": body}
+    assert fake.calls[1].body == {"body": body}
 
     report = json.loads(run.outputs.pop("report_json"))
     assert run.outputs == {
@@ -420,7 +421,7 @@ def test_rate_limited_list_waits_for_retry_after_then_comments(workspace, fake, 
 
     assert run.code == 0 and len(fake.on_pr(PR_NUMBER)) == 1
     assert sleeps == [17.0, 2.0]  # Retry-After, then the backoff of the second attempt
-    assert [c.status for c in fake.calls_to("GET", "/comments$")] == [429, 500, 200]
+    assert [c.status for c in fake.calls_to("GET", "/comments$")] == [429, 500, 200, 200]  # + the list after POST
     assert not run.lines("::warning")
 
 
@@ -1139,7 +1140,9 @@ def test_an_unwritable_junit_path_is_not_a_pass(workspace, fake):
     run = workspace.run(INPUT_JUNIT_PATH=str(workspace.root / "reports_dir"))
     assert run.code == 2
     assert any("Could not write the JUnit report" in line for line in run.lines("::warning"))
-    assert run.final.startswith("::error title=accuracy-gate::could not evaluate: the JUnit report")
+    # the JUnit file is claimed before the model runs (issue 14): an unwritable path stops the run there
+    assert run.final.startswith("::error title=accuracy-gate::could not evaluate: ")
+    assert "reports_dir: cannot write the JUnit file (Is a directory)" in run.final
 
 
 def test_model_text_in_the_log_cannot_issue_workflow_commands(workspace):

@@ -192,26 +192,26 @@ def test_a_partial_baseline_gives_the_same_deltas_and_a_baseline_series(gate, tm
     assert f"| `s` | `█········▂` | `█··▂······` | 0 | {fmt(error)} | 0.05 |" in markdown  # atol above every bin
 
 
+def regression_check(capsys, gate, root, baseline, margin: str):
+    """``check --baseline B --fail-on regression --regression-margin M`` inside ``root``."""
+    args = ("--baseline", baseline, "--fail-on", "regression", "--regression-margin", margin)
+    return run_cli(capsys, "check", gate.config, "--root", root, *args)
+
+
 def test_crossing_the_tolerance_is_a_regression_and_an_old_failure_is_known(gate, tmp_path, capsys):
     _, report, _ = baseline_of(capsys, gate, tmp_path, 0.01)
     gate.move_s(0.06)  # out of tolerance now (atol 0.05), within it on the baseline
-    code, out, _ = run_cli(
-        capsys, "check", gate.config, "--baseline", report, "--fail-on", "regression", "--regression-margin", "1"
-    )
+    code, out, _ = regression_check(capsys, gate, tmp_path, report, "1")
     assert code == 1 and "'s' (now out of tolerance, within it on the baseline)" in out
 
     _, report, _ = baseline_of(capsys, gate, tmp_path / "failing", 0.06)  # the baseline fails too
     gate.move_s(0.062)
-    code, out, _ = run_cli(capsys, "check", gate.config, "--baseline", report)
+    code, out, _ = run_cli(capsys, "check", gate.config, "--root", tmp_path, "--baseline", report)
     assert code == 1  # the tolerances' verdict
-    code, out, _ = run_cli(
-        capsys, "check", gate.config, "--baseline", report, "--fail-on", "regression", "--regression-margin", "0.01"
-    )
+    code, out, _ = regression_check(capsys, gate, tmp_path, report, "0.01")
     assert code == 0, out
     assert "; 1 out of tolerance as on the baseline: 's'" in out and text_row(out, "s")[-3] == "FAIL (as baseline)"
-    code, out, _ = run_cli(
-        capsys, "check", gate.config, "--baseline", report, "--fail-on", "regression", "--regression-margin", "1e-3"
-    )
+    code, out, _ = regression_check(capsys, gate, tmp_path, report, "1e-3")
     assert code == 1 and "worse by more than the margin 0.001" in out
 
 
@@ -248,11 +248,13 @@ def test_a_baseline_of_another_model_or_statistic_is_an_error(gate, tmp_path, ca
     _, report, partial = baseline_of(capsys, gate, tmp_path, 0.01)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**json.loads(report.read_text()), "model": "resnet50.onnx"}))
-    err = one_line_error(capsys, "check", gate.config, "--baseline", other)
+    err = one_line_error(capsys, "check", gate.config, "--root", tmp_path, "--baseline", other)
     assert f"{other}: the baseline is for model resnet50.onnx, this run is for model.onnx" in err
-    err = one_line_error(capsys, "check", gate.config, "--baseline", partial, "--check-error-stat", "mean")
+    err = one_line_error(
+        capsys, "check", gate.config, "--root", tmp_path, "--baseline", partial, "--check-error-stat", "mean"
+    )
     assert "output 'y' is checked with max on the baseline but mean here" in err
-    err = one_line_error(capsys, "check", gate.config, "--baseline", report, "--check-average")
+    err = one_line_error(capsys, "check", gate.config, "--root", tmp_path, "--baseline", report, "--check-average")
     assert "checked with max on the baseline but max averaged over iterations here" in err
     renamed = tmp_path / "renamed.json"
     doc = json.loads(report.read_text())
@@ -260,7 +262,7 @@ def test_a_baseline_of_another_model_or_statistic_is_an_error(gate, tmp_path, ca
         row["output"] += "_old"
     renamed.write_text(json.dumps(doc))
     assert "the baseline has none of this run's outputs" in one_line_error(
-        capsys, "check", gate.config, "--baseline", renamed
+        capsys, "check", gate.config, "--root", tmp_path, "--baseline", renamed
     )
 
 
@@ -270,22 +272,31 @@ def test_baseline_flags_and_files_are_checked(gate, tmp_path, capsys):
         capsys, "check", gate.config, "--fail-on", "regression"
     )
     assert "--regression-margin applies only with --fail-on regression" in one_line_error(
-        capsys, "check", gate.config, "--baseline", report, "--regression-margin", "1"
+        capsys, "check", gate.config, "--root", tmp_path, "--baseline", report, "--regression-margin", "1"
     )
     for bad in ("-1", "abc%", "nan"):
         assert "--regression-margin" in one_line_error(
-            capsys, "check", gate.config, "--baseline", report, "--fail-on", "regression", f"--regression-margin={bad}"
+            capsys,
+            "check",
+            gate.config,
+            "--root",
+            tmp_path,
+            "--baseline",
+            report,
+            "--fail-on",
+            "regression",
+            f"--regression-margin={bad}",
         )
     missing = tmp_path / "nowhere.json"
     assert f"{missing}: no such partial result file or folder" in one_line_error(
-        capsys, "check", gate.config, "--baseline", missing
+        capsys, "check", gate.config, "--root", tmp_path, "--baseline", missing
     )
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text("{")
-    assert "not valid JSON" in one_line_error(capsys, "check", gate.config, "--baseline", corrupt)
+    assert "not valid JSON" in one_line_error(capsys, "check", gate.config, "--root", tmp_path, "--baseline", corrupt)
     shard = tmp_path / "shard.json"
     assert run_cli(capsys, "check", gate.config, "--shard", "1/2", "--write-partial", shard, "--root", tmp_path)[0] == 0
-    assert "missing shard 2/2" in one_line_error(capsys, "check", gate.config, "--baseline", shard)
+    assert "missing shard 2/2" in one_line_error(capsys, "check", gate.config, "--root", tmp_path, "--baseline", shard)
 
 
 def test_action_inputs_baseline_fail_on_and_margin(gate, tmp_path, capsys, monkeypatch):

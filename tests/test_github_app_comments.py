@@ -47,11 +47,13 @@ def test_three_app_token_runs_leave_one_comment(httpserver):
     assert not any("warning" in o for o in outcomes)
     assert comment["user"]["login"] == BOT and comment["performed_via_github_app"]["slug"] == APP
     assert comment["body"] == f"{marker('default')}\n{author_marker(BOT)}\nrun 3"
-    # No GET /user (always 403 for an installation token); one PATCH records the author after the POST.
+    # No GET /user (always 403 for an installation token); one PATCH records the author after the POST,
+    # then one list finds no other run's comment of this key (issue 14: concurrent runs).
     assert calls(fake) == [
         ("GET", "42/comments"),
         ("POST", "42/comments"),
         ("PATCH", "comments/" + str(comment["id"])),
+        ("GET", "42/comments"),
         ("GET", "42/comments"),
         ("PATCH", "comments/" + str(comment["id"])),
         ("GET", "42/comments"),
@@ -65,14 +67,15 @@ def test_three_app_token_runs_leave_one_comment(httpserver):
     assert fake.on_pr()[0]["body"].splitlines()[:3] == [marker("default"), author_marker(BOT), digest_marker("ab" * 32)]
 
 
-def test_github_token_runs_stay_at_two_requests_and_find_their_comment(fake):
+def test_github_token_runs_stay_at_three_requests_and_find_their_comment(fake):
     client = client_for(fake.server)
     outcomes = [upsert_comment(client, REPO, PR, f"run {n}") for n in (1, 2, 3)]
 
     [comment] = fake.on_pr()
     assert comment["user"]["login"] == DEFAULT_AUTHOR and comment["body"] == f"{marker('default')}\nrun 3"
     assert [o["action"] for o in outcomes] == ["created", "updated", "updated"]
-    assert [c.method for c in fake.calls] == ["GET", "POST", "GET", "PATCH", "GET", "PATCH"]
+    # the first run lists again after its POST: a concurrent run of the same key may have created one too
+    assert [c.method for c in fake.calls] == ["GET", "POST", "GET", "GET", "PATCH", "GET", "PATCH"]
 
 
 def test_quotes_of_the_app_comment_are_never_touched(httpserver):

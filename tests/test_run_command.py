@@ -13,6 +13,25 @@ from conftest import EXAMPLE, EXAMPLE_OUTPUT, gpu_visible, run_cli
 
 MODEL = EXAMPLE / "model.onnx"
 SHAPES = ("--input-shapes", "x:[1,3,48,192]")
+SHIPPED = EXAMPLE
+
+
+@pytest.fixture(autouse=True)
+def _example_in_the_working_directory(tmp_path, monkeypatch):
+    """``run`` reads only inside the working directory or ``--root`` (issue 14): each test runs on its
+    own copy of the shipped example in ``tmp_path`` (the tests' working directory)."""
+    import shutil
+
+    copy = Path(shutil.copytree(SHIPPED, tmp_path / "example"))
+    monkeypatch.setattr(sys.modules[__name__], "EXAMPLE", copy)
+    monkeypatch.setattr(sys.modules[__name__], "MODEL", copy / "model.onnx")
+
+
+def local(args) -> tuple:
+    """``args`` with paths into the shipped example moved to the test's copy."""
+    return tuple(
+        EXAMPLE / Path(a).relative_to(SHIPPED) if isinstance(a, Path) and SHIPPED in a.parents else a for a in args
+    )
 
 
 def test_golden_saved_by_polygraphy_run_passes_bit_for_bit(tmp_path):
@@ -128,7 +147,7 @@ def test_mark_all_finds_the_first_layer_that_diverges(tmp_path, monkeypatch):
     ],
 )
 def test_run_flag_mistakes_are_one_line(tmp_path, args, message):
-    proc = run_cli("run", MODEL, *args, "--junit", "j", cwd=tmp_path)
+    proc = run_cli("run", MODEL, *local(args), "--junit", "j", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("accuracy-gate: error: ") and message in line, line
@@ -228,7 +247,10 @@ def test_report_paths_stay_inside_the_working_directory_or_root(tmp_path):
         assert one_line(proc) == (
             f"accuracy-gate: error: ../out: {flag} resolves outside {work}; paths must stay inside it."
         )
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]  # nothing written outside, no error file either
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "example",
+        "work",
+    ]  # nothing written outside, no error file either
     proc = run_cli("run", MODEL, "--onnxrt", "--load-inputs", data, "--load-outputs", data, "--junit", "../out",
                    "--root", tmp_path, cwd=work)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

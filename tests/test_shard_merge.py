@@ -153,10 +153,12 @@ def test_shard_spec_messages_say_what_is_wrong():
         parse_shard("4/3")
 
 
-def test_more_shards_than_iterations_is_one_line_exit_2(gate_dir, capsys):
+def test_more_shards_than_iterations_is_one_line_exit_2(gate_dir, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default partial result file is claimed (not passed) in the working directory
     code, _, err = run_cli(capsys, "check", gate_dir / "gate.toml", "--shard", "1/11")
     assert code == 2 and err.count("\n") == 1
     assert "shard 1/11 splits 10 iterations into 11 shards; use at most 10 shards" in err
+    assert json.loads((tmp_path / "accuracy-gate-partial-1-of-11.json").read_text())["status"] == "running"
 
 
 # --- the must-show: unsharded == 1/3 + 2/3 + 3/3 merged ---------------------------------------------

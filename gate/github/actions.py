@@ -216,10 +216,24 @@ def stop_commands() -> Iterator[None]:
     """
     token = f"accuracy-gate-{uuid.uuid4().hex}"
     print(f"::stop-commands::{token}", flush=True)
+    STOPPED.append(token)
     try:
         yield
     finally:
-        print(f"::{token}::", flush=True)
+        if token in STOPPED:  # else resume_commands() ended it
+            STOPPED.remove(token)
+            print(f"::{token}::", flush=True)
+
+
+STOPPED: list = []
+"""The resume tokens of the :func:`stop_commands` blocks now open (innermost last)."""
+
+
+def resume_commands() -> None:
+    """Ends every open :func:`stop_commands` block at once (a process about to exit from a signal
+    handler, whose ``with`` blocks never finish), so that the runner reads the next command."""
+    while STOPPED:
+        print(f"::{STOPPED.pop()}::", flush=True)
 
 
 @contextlib.contextmanager

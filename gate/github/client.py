@@ -339,6 +339,18 @@ class GitHubClient:
         url = f"{self._repo_url(repo)}/issues/comments/{int(comment_id)}"
         return self._call("PATCH", url, json={"body": body}).json()
 
+    def delete_issue_comment(self, repo: str, comment_id: int) -> None:
+        """Delete comment ``comment_id`` (``DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}``,
+        https://docs.github.com/rest/issues/comments); one already gone (404) counts as deleted.
+
+        Raises:
+            GitHubError: on another API error.
+        """
+        url = f"{self._repo_url(repo)}/issues/comments/{int(comment_id)}"
+        response = self._request("DELETE", url)
+        if response.status_code != 404 and not 200 <= response.status_code < 300:
+            raise self._error("DELETE", url, response)
+
     @property
     def can_read_user(self) -> bool:
         """False for an installation token (``ghs_``: ``GITHUB_TOKEN`` or a GitHub App's), which ``GET /user``

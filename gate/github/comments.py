@@ -160,7 +160,10 @@ def upsert_comment(
     real author, an App bot, is ours; else one by ``github-actions[bot]`` (the ``GITHUB_TOKEN``). A
     comment created by another bot than ``github-actions[bot]`` gets that author line in one PATCH, so
     the next run finds it again; nothing is stored anywhere else. Every page of comments is searched;
-    the newest match (highest ``id``) is the one kept up to date.
+    the oldest match (lowest ``id``) is the one kept up to date, and newer matches of ours (two runs
+    of one key that both found none and both created one) are deleted: after creating, the comments
+    are listed again, and a comment we created that is not the oldest is deleted and the oldest one
+    updated instead, so that concurrent runs end with one comment.
 
     - No match: POST a new comment when ``create``, else do nothing ("skipped").
     - A match whose body is the same text, or (with ``digest``) that carries the same digest line:
@@ -182,30 +185,44 @@ def upsert_comment(
         return fit_comment_body("\n".join(lines) + f"\n{body}")
 
     login = author or client.authenticated_login()
-    tagged = [c for c in client.list_issue_comments(repo, number) if tag in (c.get("body") or "")]
-    if login:
-        ours = [c for c in tagged if _login_of(c) == login.casefold()]
-    else:
-        ours = [c for c in tagged if _adopted(c)] or [c for c in tagged if _login_of(c) == DEFAULT_AUTHOR]
+
+    def ours_now() -> list[dict[str, Any]]:
+        tagged = [c for c in client.list_issue_comments(repo, number) if tag in (c.get("body") or "")]
+        if login:
+            return [c for c in tagged if _login_of(c) == login.casefold()]
+        return [c for c in tagged if _adopted(c)] or [c for c in tagged if _login_of(c) == DEFAULT_AUTHOR]
+
+    ours = ours_now()
     if not ours:
         if not create:
             return {"action": "skipped", "comment_id": None, "html_url": None}
         created = client.create_issue_comment(repo, number, full(None))
         outcome = {"action": "created", "comment_id": created["id"], "html_url": created.get("html_url")}
-        if login:
-            return outcome
-        by = str((created.get("user") or {}).get("login") or "")
-        if not by or not (_BOT_LOGIN.fullmatch(by) and created.get("performed_via_github_app")):
-            # A GITHUB_TOKEN's comment is found by its author next time; anything else cannot be.
-            return outcome if by.casefold() == DEFAULT_AUTHOR else {**outcome, "warning": UNKNOWN_AUTHOR_WARNING}
-        if by.casefold() != DEFAULT_AUTHOR:  # an App's bot: record it in the comment itself
-            client.update_issue_comment(repo, created["id"], full(author_marker(by)))
+        if not login:
+            by = str((created.get("user") or {}).get("login") or "")
+            if not by or not (_BOT_LOGIN.fullmatch(by) and created.get("performed_via_github_app")):
+                # A GITHUB_TOKEN's comment is found by its author next time; anything else cannot be.
+                if by.casefold() != DEFAULT_AUTHOR:
+                    return {**outcome, "warning": UNKNOWN_AUTHOR_WARNING}
+            elif by.casefold() != DEFAULT_AUTHOR:  # an App's bot: record it in the comment itself
+                client.update_issue_comment(repo, created["id"], full(author_marker(by)))
+        again = ours_now()
+        if again and min(c["id"] for c in again) != created["id"]:  # another run of this key was first
+            client.delete_issue_comment(repo, created["id"])
+            return _update(client, repo, [c for c in again if c["id"] != created["id"]], full, login, digest)
         return outcome
-    newest = max(ours, key=lambda c: c["id"])
-    existing = newest.get("body") or ""
-    author_line = author_marker(newest["user"]["login"]) if not login and _adopted(newest) else None
+    return _update(client, repo, ours, full, login, digest)
+
+
+def _update(client: GitHubClient, repo: str, ours: list, full, login, digest) -> dict[str, Any]:
+    """Updates the oldest of ``ours`` (unless it already says the same) and deletes the newer ones."""
+    oldest = min(ours, key=lambda c: c["id"])
+    for duplicate in sorted(c["id"] for c in ours if c["id"] != oldest["id"]):
+        client.delete_issue_comment(repo, duplicate)
+    existing = oldest.get("body") or ""
+    author_line = author_marker(oldest["user"]["login"]) if not login and _adopted(oldest) else None
     full_body = full(author_line)
     if _same_text(existing, full_body) or (digest and digest_marker(digest) in existing.splitlines()[:3]):
-        return {"action": "unchanged", "comment_id": newest["id"], "html_url": newest.get("html_url")}
-    updated = client.update_issue_comment(repo, newest["id"], full_body)
+        return {"action": "unchanged", "comment_id": oldest["id"], "html_url": oldest.get("html_url")}
+    updated = client.update_issue_comment(repo, oldest["id"], full_body)
     return {"action": "updated", "comment_id": updated["id"], "html_url": updated.get("html_url")}
