@@ -4,6 +4,7 @@ commands (shared/spec/seeds/comparing-frameworks.txt) and polygraphy's flags, ru
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -25,7 +26,7 @@ def polygraphy(*args, cwd) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
+def built_model(tmp_path_factory) -> Path:
     """The tutorial's dynamic_identity.onnx: Y = Identity(X), X float32 [1, 2, -1, -1]."""
     import onnx
     from onnx import TensorProto, helper
@@ -37,6 +38,15 @@ def model(tmp_path_factory) -> Path:
     proto.ir_version = 8
     path = tmp_path_factory.mktemp("model") / "dynamic_identity.onnx"
     onnx.save(proto, path)
+    return path
+
+
+@pytest.fixture
+def model(built_model, tmp_path) -> Path:
+    """``built_model`` copied into the test's folder, the working directory and so the root that
+    ``run``'s paths must stay inside."""
+    path = tmp_path / built_model.name
+    shutil.copyfile(built_model, path)
     return path
 
 
