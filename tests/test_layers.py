@@ -86,7 +86,4 @@ def test_the_known_exceptions_still_exist():
 
 def test_no_module_is_over_500_lines():
     long = {module_name(p): n for p in (ROOT / "gate").rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
-    # Being split concurrently by other branches (a pure move, last): see the report of issue 13.
-    # (gate.comparator.data_loader, also excepted there, is under 500 lines since main's split of it.)
-    long.pop("gate.comparator.kernels", None)
     assert long == {}
