@@ -26,12 +26,7 @@ LAYERS = (
     ("front ends", ("gate.cli", "gate.action", "gate.__main__")),
 )  # fmt: skip
 
-KNOWN = {
-    # Polygraphy's JSON files hold its comparator structs (RunResults): the reader decodes them with the
-    # comparator's codec. Moving serde/struct below the data layer is not done yet.
-    ("gate.data.polygraphy_json", "gate.comparator.serde"),
-    ("gate.data.polygraphy_json", "gate.comparator.struct"),
-}
+KNOWN: set[tuple[str, str]] = set()  # (module, target): upward imports still allowed (none)
 
 
 def module_name(path: Path) -> str:
