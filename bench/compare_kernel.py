@@ -267,7 +267,7 @@ def self_check(trials: int, seed: int) -> int:
     every stat) through ``compare_arrays`` with tiny blocks and samples, so that the multi-block,
     bracket, tie, miss and overflow paths all run; every field must equal the whole-array
     computation (means at relative 1e-12). Returns the number of differing cases."""
-    from gate.comparator import kernels
+    from gate.comparator import kernels, kernels_select
     from gate.comparator.compare import SimpleThreshold, compare_arrays
 
     rng = np.random.default_rng(seed)
@@ -295,14 +295,15 @@ def self_check(trials: int, seed: int) -> int:
                 return np.maximum(rng.standard_normal(size), 0).astype(dtype).reshape(shape)
             return rng.standard_normal(size).astype(dtype).reshape(shape)
 
-    saved = (kernels.CHUNK, kernels.SAMPLE_MIN, kernels._SAMPLE_SIGMAS)
+    # Each patched where it is read: the block size in kernels, the sample in kernels_select.
+    saved = (kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS)
     differing = 0
     try:
         for _ in range(trials):
             kernels.CHUNK = int(rng.choice([1, 2, 3, 7, 64, 1000]))
-            kernels.SAMPLE_MIN = int(rng.choice([2, 8, 64, 512]))
-            kernels._SAMPLE_SIGMAS = float(rng.choice([0.0, 1.0, 4.0]))
-            kernels._POSITIONS.clear()
+            kernels_select.SAMPLE_MIN = int(rng.choice([2, 8, 64, 512]))
+            kernels_select._SAMPLE_SIGMAS = float(rng.choice([0.0, 1.0, 4.0]))
+            kernels_select._POSITIONS.clear()
             dtype = dtypes[rng.integers(len(dtypes))]
             shape = tuple(int(x) for x in rng.integers(1, 40, rng.integers(0, 4)))
             style = str(rng.choice(["normal", "special", "ties", "relu"]))
@@ -360,8 +361,8 @@ def self_check(trials: int, seed: int) -> int:
                 differing += 1
                 print(f"DIFFERS: {a.dtype} vs {b.dtype} {shape} {style}/{how} {stat} q={q}: {problems}")
     finally:
-        kernels.CHUNK, kernels.SAMPLE_MIN, kernels._SAMPLE_SIGMAS = saved
-        kernels._POSITIONS.clear()
+        kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS = saved
+        kernels_select._POSITIONS.clear()
     print(f"self-check: {trials} random cases, {differing} differ from the whole-array computation")
     return differing
 

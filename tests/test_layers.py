@@ -26,12 +26,7 @@ LAYERS = (
     ("front ends", ("gate.cli", "gate.action", "gate.__main__")),
 )  # fmt: skip
 
-KNOWN = {
-    # Polygraphy's JSON files hold its comparator structs (RunResults): the reader decodes them with the
-    # comparator's codec. Moving serde/struct below the data layer is not done yet.
-    ("gate.data.polygraphy_json", "gate.comparator.serde"),
-    ("gate.data.polygraphy_json", "gate.comparator.struct"),
-}
+KNOWN: set[tuple[str, str]] = set()  # (module, target): upward imports still allowed (none)
 
 
 def module_name(path: Path) -> str:
@@ -86,7 +81,4 @@ def test_the_known_exceptions_still_exist():
 
 def test_no_module_is_over_500_lines():
     long = {module_name(p): n for p in (ROOT / "gate").rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
-    # Being split concurrently by other branches (a pure move, last): see the report of issue 13.
-    # (gate.comparator.data_loader, also excepted there, is under 500 lines since main's split of it.)
-    long.pop("gate.comparator.kernels", None)
     assert long == {}

@@ -23,9 +23,10 @@ itself. Over the blocks:
 - mismatch count (elemwise) and ``worst_index``: the index of the largest absdiff among mismatched
   elements (the first NaN first, then the first maximum), else of the largest absdiff overall, as
   ``np.argmax`` orders them.
-- median / quantile (only when the check needs them): exact order statistics. A sample of the
-  differences brackets the wanted ranks; the pass counts the elements below and at the bracket's
-  ends and keeps the (few) values strictly inside, and the ranks are then selected among those.
+- median / quantile (only when the check needs them; ``gate.comparator.kernels_select``): exact
+  order statistics. A sample of the differences brackets the wanted ranks; the pass counts the
+  elements below and at the bracket's ends and keeps the (few) values strictly inside, and the
+  ranks are then selected among those.
   The values are passed through ``np.median`` / ``np.quantile`` on a one- or two-element array of
   the same dtype, which performs the same final arithmetic as on the whole array. If the sample
   misjudged the bracket (structured data, heavy ties), a second pass materialises that difference
@@ -40,12 +41,18 @@ import threading
 import numpy as np
 
 from gate.comparator.dtypes import ML_WIDENING, abs_difference, cast_up, cast_up_dtype, unsigned_dtype
+from gate.comparator.kernels_select import (
+    Bracket,
+    direct_order_stats,
+    median_ranks,
+    quantile_plan,
+    sample_positions,
+    select_order_stats,
+)
 
 EPSILON = 2.220446049250313e-16
 CHUNK = 1 << 18  # elements per block: 1 MiB of float32 per temporary
-SAMPLE_MIN = 1 << 14  # sampled elements for the order-statistics bracket: n / 256 within these
-SAMPLE_MAX = 1 << 20  # (1 Mi elements: 16 Ki; 16 Mi: 64 Ki; 256 Mi: 1 Mi)
-_SAMPLE_SIGMAS = 4.0  # half-width of the bracket, in standard deviations of a sampled rank
+# (The sample sizes of the order statistics: gate.comparator.kernels_select.SAMPLE_MIN, SAMPLE_MAX.)
 
 _FLOAT16 = np.dtype(np.float16)  # native byte order only (``view(np.uint16)`` reads native bits)
 _FLOAT16_TABLE = []
@@ -246,144 +253,6 @@ def _beats(value, best) -> bool:
     return value != value or value > best
 
 
-# --------------------------------------------------------------------------- order statistics
-
-
-def _dtype_bounds(dtype: np.dtype):
-    """The lowest and highest value of a float, integer or uint8 (viewed bool) dtype."""
-    if dtype.kind == "f":
-        return dtype.type(-np.inf), dtype.type(np.inf)
-    info = np.iinfo(dtype)
-    return dtype.type(info.min), dtype.type(info.max)
-
-
-class _Bracket:
-    """Exact order statistics (given ranks) of a quantity seen block by block.
-
-    A sorted sample of the quantity gives ``lo <= hi`` around the wanted ranks. Each block adds its
-    counts of elements below the bracket and at its ends, and keeps the values inside it;
-    afterwards every rank that falls within the bracket is known exactly. Values equal to ``lo``
-    or ``hi`` are kept too, unless the sample shows ties there (heavy ties, e.g. exact zeros,
-    would make the kept set large): then only their counts are. ``values()`` is None when a rank
-    fell outside the bracket, or when too many values fell inside (the caller then recomputes
-    from the whole quantity)."""
-
-    def __init__(self, sample: np.ndarray, n: int, ranks):
-        """``sample``: the quantity at ``m`` random positions, no NaN (reordered in place)."""
-        m = sample.size
-        half_width = int(math.ceil(_SAMPLE_SIGMAS * 0.5 * math.sqrt(m))) + 2
-        i_lo = int(ranks[0] * m // n) - half_width
-        i_hi = int(-(-ranks[-1] * m // n)) + half_width
-        kth = [i for i in (i_lo, i_hi) if 0 < i < m - 1]
-        if kth:
-            sample.partition(kth)
-        lo_edge, hi_edge = _dtype_bounds(sample.dtype)
-        # (i_lo < m - 1 and i_hi > 0 always: half_width >= 2.) Past the sample's ends, the dtype's.
-        self.lo = sample[i_lo] if i_lo > 0 else lo_edge
-        self.hi = sample[i_hi] if i_hi < m - 1 else hi_edge
-        if self.lo == self.hi:
-            self.mode = "point"
-        else:
-            ties = max(np.count_nonzero(sample == self.lo), np.count_nonzero(sample == self.hi))
-            self.mode = "exclusive" if ties > 1 else "inclusive"
-        self.ranks = ranks
-        self.below = self.at_or_below_lo = self.at_or_below_hi = 0
-        self.inside = []
-        self.inside_count = 0
-        self.cap = max(4 * (min(i_hi, m - 1) - max(i_lo, 0) + 1) * n // m, 2 * CHUNK)
-        self.overflow = False
-
-    def update(self, d: np.ndarray) -> None:
-        k = d.size
-        mask0 = _SCRATCH.get("bracket0", np.bool_, k)
-        mask1 = _SCRATCH.get("bracket1", np.bool_, k)
-        np.less(d, self.lo, out=mask0)
-        self.below += int(np.count_nonzero(mask0))
-        if self.mode == "point":
-            np.less_equal(d, self.lo, out=mask0)
-            self.at_or_below_lo += int(np.count_nonzero(mask0))
-            return
-        if self.mode == "inclusive":
-            # count(d <= hi) is below + the kept values: known in values().
-            np.less_equal(d, self.hi, out=mask1)
-            np.logical_xor(mask0, mask1, out=mask0)  # (d < lo) implies (d <= hi): lo <= d <= hi
-        else:
-            np.less_equal(d, self.lo, out=mask0)
-            self.at_or_below_lo += int(np.count_nonzero(mask0))
-            np.less_equal(d, self.hi, out=mask1)
-            self.at_or_below_hi += int(np.count_nonzero(mask1))
-            np.less(d, self.hi, out=mask1)
-            np.logical_xor(mask0, mask1, out=mask0)  # (d <= lo) implies (d < hi): lo < d < hi
-        if not self.overflow:
-            values = np.compress(mask0, d)  # (twice as fast as d[mask0] here)
-            self.inside_count += values.size
-            if self.inside_count > self.cap:
-                self.overflow = True
-                self.inside = []
-            elif values.size:
-                self.inside.append(values)
-
-    def values(self):
-        """The values at ``ranks`` (numpy scalars), or None."""
-        if self.overflow:
-            return None
-        # Rank ranges [start, end) that are lo, the kept values, and hi.
-        if self.mode == "point":
-            ranges = ((self.below, self.at_or_below_lo), (0, 0), (0, 0))
-        elif self.mode == "inclusive":
-            ranges = ((0, 0), (self.below, self.below + self.inside_count), (0, 0))
-        else:
-            inside_end = self.at_or_below_lo + self.inside_count
-            ranges = (
-                (self.below, self.at_or_below_lo),
-                (self.at_or_below_lo, inside_end),
-                (inside_end, self.at_or_below_hi),
-            )
-        (lo_start, lo_end), (in_start, in_end), (hi_start, hi_end) = ranges
-        wanted = [r - in_start for r in self.ranks if in_start <= r < in_end]
-        inside = None
-        if wanted:
-            inside = np.concatenate(self.inside) if len(self.inside) > 1 else self.inside[0]
-            inside.partition(wanted)
-        out = []
-        for r in self.ranks:
-            if lo_start <= r < lo_end:
-                out.append(self.lo)
-            elif in_start <= r < in_end:
-                out.append(inside[r - in_start])
-            elif hi_start <= r < hi_end:
-                out.append(self.hi)
-            else:
-                return None
-        return out
-
-
-def _median_ranks(n: int):
-    return [n // 2 - 1, n // 2] if n % 2 == 0 else [(n - 1) // 2]
-
-
-def _quantile_plan(n: int, q):
-    """``(ranks, q2)`` such that ``np.quantile(x, q) == np.quantile([x_(r0), x_(r1)], q2)`` for the
-    sorted ``x`` of ``n`` elements (numpy's linear method: ``virtual = (n - 1) * q``, the
-    interpolation weight its fractional part), or None where that shortcut is not exact."""
-    if type(q) is not float or not 0.0 <= q <= 1.0 or n < 2:
-        return None
-    virtual = (n - 1) * np.asanyarray(q)
-    if not virtual < n - 1:
-        return None
-    previous = int(np.floor(virtual))
-    gamma = float(virtual - np.intp(previous))
-    return [previous, previous + 1], gamma
-
-
-def _median_value(values, dtype):
-    return np.median(np.array(values, dtype=dtype)).item()
-
-
-def _quantile_value(values, dtype, q2):
-    return np.quantile(np.array(values, dtype=dtype), q2).item()
-
-
 # ------------------------------------------------------------------------------------ the pass
 
 
@@ -418,9 +287,9 @@ def diff_statistics(
     ranks = None
     quantile_q2 = None
     if check_error_stat == "median":
-        ranks = _median_ranks(n)
+        ranks = median_ranks(n)
     elif check_error_stat == "quantile":
-        plan = _quantile_plan(n, quantile)
+        plan = quantile_plan(n, quantile)
         if plan is not None:
             ranks, quantile_q2 = plan
     order_stats = check_error_stat in ("median", "quantile")
@@ -462,7 +331,7 @@ def diff_statistics(
                 worst_mismatch, worst_mismatch_index = value, start + local
         if order_stats:
             if single_block:
-                direct = _direct_order_stats(absdiff, reldiff, check_error_stat, quantile)
+                direct = direct_order_stats(absdiff, reldiff, check_error_stat, quantile)
             elif brackets is not None:
                 for bracket, d in zip(brackets, (absdiff, reldiff)):
                     if bracket is not None:
@@ -482,17 +351,14 @@ def diff_statistics(
             stats.update(direct)
         else:
             stats.update(
-                _order_stats(
+                select_order_stats(
                     brackets,
                     dtypes,
                     (top_abs, top_rel),
                     check_error_stat,
                     quantile,
                     quantile_q2,
-                    diffs,
-                    flat_a,
-                    flat_b,
-                    n,
+                    lambda i, dtype: _materialise(diffs, i, dtype, flat_a, flat_b, n),
                 )
             )
     return stats
@@ -536,7 +402,7 @@ def _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile) 
         "worst_index": 0,
     }
     if check_error_stat in ("median", "quantile"):
-        stats.update(_direct_order_stats(abs_zero, rel_zero, check_error_stat, quantile))
+        stats.update(direct_order_stats(abs_zero, rel_zero, check_error_stat, quantile))
     return stats
 
 
@@ -587,37 +453,11 @@ def _mismatches(absdiff, absdiff64, reldiff, top_abs, top_rel, atol, rtol, worst
     return count, value, int(np.argmax(masked))
 
 
-def _direct_order_stats(absdiff, reldiff, stat, q) -> dict:
-    if stat == "median":
-        return {"median_absdiff": np.median(absdiff).item(), "median_reldiff": np.median(reldiff).item()}
-    # Polygraphy 0.53.6 raises TypeError here for bool outputs (numpy cannot subtract bools).
-    numeric = absdiff.view(np.uint8) if absdiff.dtype == np.bool_ else absdiff
-    return {"quantile_absdiff": np.quantile(numeric, q).item(), "quantile_reldiff": np.quantile(reldiff, q).item()}
-
-
-_POSITIONS = {}  # n -> sample positions (a few cached sizes)
-
-
-def _sample_positions(n: int) -> np.ndarray:
-    """Stratified random positions (one per stratum of n / m elements), fixed for a given n."""
-    positions = _POSITIONS.get(n)
-    if positions is None:
-        m = min(n, max(SAMPLE_MIN, n >> 8), SAMPLE_MAX)
-        stride = n / m
-        rng = np.random.default_rng(0x5EED)
-        positions = (np.arange(m) * stride).astype(np.intp) + rng.integers(0, max(1, int(stride)), m)
-        np.minimum(positions, n - 1, out=positions)
-        if len(_POSITIONS) >= 8:
-            _POSITIONS.clear()
-        _POSITIONS[n] = positions
-    return positions
-
-
 def _sample_brackets(flat_a, flat_b, n, ranks, infinities_compare_equal, nans_compare_equal):
-    """One ``_Bracket`` per difference (abs, rel), from the differences at a stratified random
+    """One ``Bracket`` per difference (abs, rel), from the differences at a stratified random
     sample of positions; None for a difference whose sample holds NaN (its order statistics are
     NaN)."""
-    positions = _sample_positions(n)
+    positions = sample_positions(n)
     sample_abs, sample_rel, _ = reference_diffs(
         np.asarray(flat_a[positions]), np.asarray(flat_b[positions]), infinities_compare_equal, nans_compare_equal
     )
@@ -628,33 +468,13 @@ def _sample_brackets(flat_a, flat_b, n, ranks, infinities_compare_equal, nans_co
         if sample.dtype.kind == "f" and np.isnan(np.maximum.reduce(sample)):
             brackets.append(None)
         else:
-            brackets.append(_Bracket(np.array(sample, copy=True), n, ranks))
+            brackets.append(Bracket(np.array(sample, copy=True), n, ranks, CHUNK, _SCRATCH))
     return brackets
 
 
-def _order_stats(brackets, dtypes, tops, stat, q, q2, diffs, flat_a, flat_b, n) -> dict:
-    """Medians or quantiles of absdiff and reldiff from the brackets; a difference whose bracket
-    missed is materialised (one more pass) and handed to numpy."""
-    out = {}
-    for i, (kind, dtype, top) in enumerate(zip(("absdiff", "reldiff"), dtypes, tops)):
-        if top != top:  # NaN anywhere: numpy's median and quantile are NaN
-            out[f"{stat}_{kind}"] = float("nan")
-            continue
-        values = brackets[i].values() if brackets is not None and brackets[i] is not None else None
-        select_dtype = np.dtype(np.uint8) if dtype == np.bool_ else dtype
-        if values is not None:
-            if stat == "median":
-                array = np.array(values, dtype=select_dtype)
-                out[f"{stat}_{kind}"] = _median_value(array.view(dtype) if dtype == np.bool_ else array, dtype)
-            else:
-                out[f"{stat}_{kind}"] = _quantile_value(values, select_dtype, q2)
-            continue
-        full = np.empty(n, dtype)
-        for start in range(0, n, CHUNK):
-            full[start : start + CHUNK] = diffs(flat_a[start : start + CHUNK], flat_b[start : start + CHUNK])[i]
-        if stat == "median":
-            out[f"{stat}_{kind}"] = np.median(full, overwrite_input=True).item()
-        else:
-            numeric = full.view(np.uint8) if dtype == np.bool_ else full
-            out[f"{stat}_{kind}"] = np.quantile(numeric, q, overwrite_input=True).item()
-    return out
+def _materialise(diffs, i, dtype, flat_a, flat_b, n) -> np.ndarray:
+    """The whole difference ``i`` (0: absdiff, 1: reldiff) of ``dtype``, block by block."""
+    full = np.empty(n, dtype)
+    for start in range(0, n, CHUNK):
+        full[start : start + CHUNK] = diffs(flat_a[start : start + CHUNK], flat_b[start : start + CHUNK])[i]
+    return full

@@ -6,10 +6,11 @@
 - Inputs: ``--save-inputs inputs.json`` (one file holding a JSON list of feed_dicts) or
   ``--save-inputs inputs`` (a directory, one feed_dict per file).
 
-The format is ``gate.comparator.serde`` (Polygraphy 0.53.6, ``shared/spec/polygraphy-0.53.6.md``
-sections 1.5, 4.2 and 4.3). A single JSON file has no random access, so it is parsed whole when
-opened and its arrays stay in memory; a directory is read one file per iteration, on demand, so
-memory stays at one iteration. Saved outputs name their runner (``onnxrt-runner-N0-...``): a golden
+The format is ``gate.data.polygraphy_codec`` (Polygraphy 0.53.6, ``shared/spec/polygraphy-0.53.6.md``
+sections 1.5, 4.2 and 4.3), decoded into its plain records (``SavedRun``, ``SavedIteration``), not
+the comparator's. A single JSON file has no random access, so it is parsed whole when opened and its
+arrays stay in memory; a directory is read one file per iteration, on demand, so memory stays at one
+iteration. Saved outputs name their runner (``onnxrt-runner-N0-...``): a golden
 set must hold exactly one runner, or the runner to take must be named.
 """
 
@@ -20,8 +21,15 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from gate.comparator.serde import check_inputs, list_iteration_files, load_json, load_run_results
-from gate.comparator.struct import RunResults
+from gate.data.polygraphy_codec import (
+    SavedIteration,
+    SavedRun,
+    check_inputs,
+    list_iteration_files,
+    load_json,
+    load_run,
+    save_json,
+)
 from gate.errors import GateError
 from gate.paths import require_inside
 
@@ -54,7 +62,7 @@ class PolygraphyJsonSet:
     as Polygraphy's per-iteration writer makes them.
 
     Raises:
-        GateError: a file that is not Polygraphy JSON (see ``gate.comparator.serde``); inputs that
+        GateError: a file that is not Polygraphy JSON (see ``gate.data.polygraphy_codec``); inputs that
             are a RunResults or outputs that are not one; a golden RunResults with several runners
             and no ``runner`` (or a ``runner`` it does not hold); a directory file holding more than
             one iteration.
@@ -75,7 +83,7 @@ class PolygraphyJsonSet:
             ]
             if self.entries and kind == "output":
                 # Fail at open time, not at the first iteration, if the runner is ambiguous.
-                self.runner = self._select_runner(load_run_results(self.entries[0]), self.entries[0])
+                self.runner = self._select_runner(load_run(self.entries[0]), self.entries[0])
         elif not self.path.exists():
             raise GateError(f"{self.path}: file not found; expected Polygraphy JSON {self._what()}.")
         else:
@@ -117,14 +125,16 @@ class PolygraphyJsonSet:
             for index, feed_dict in enumerate(feed_dicts):
                 check_inputs(feed_dict, file, index)
             return [OrderedDict(feed_dict) for feed_dict in feed_dicts]
-        run = load_run_results(file)
+        run = load_run(file)
         name = self._select_runner(run, file)
-        return [OrderedDict(it) for it in run[name]]
+        # The first runner of that name, as RunResults[name] gives it.
+        iterations = next(iterations for runner, iterations in run.lst if runner == name)
+        return [OrderedDict(it) for it in iterations]
 
-    def _select_runner(self, run: RunResults, file) -> str:
-        names = run.keys()
+    def _select_runner(self, run: SavedRun, file) -> str:
+        names = [name for name, _ in run.lst]
         if self.runner is not None:
-            if self.runner not in run:
+            if self.runner not in names:
                 raise GateError(f"{file}: holds no results of runner '{self.runner}'; it holds {names}.")
             return self.runner
         if not names:
@@ -140,19 +150,16 @@ class PolygraphyJsonSet:
 def open_polygraphy_json(path, kind: str, names: Sequence[str] = (), runner: str | None = None) -> PolygraphyJsonSet:
     """Opens Polygraphy JSON inputs or golden outputs; see ``PolygraphyJsonSet``."""
     return PolygraphyJsonSet(os.fspath(path), kind, names, runner)
+
+
 def write_json_iteration(directory, kind: str, index: int, tensors, runner: str = "onnxrt") -> Path:
     """Writes iteration ``index`` as ``<directory>/<index:010d>.json``, as ``polygraphy run
     --save-outputs DIR`` (a single-iteration RunResults of ``runner``, for ``kind="output"``) or
     ``--save-inputs DIR`` (a feed_dict) does; returns the file."""
-    from gate.comparator.serde import save_json
-    from gate.comparator.struct import IterationResult
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{index:010d}.json"  # gate.comparator.writer.iteration_file_name
     tensors = OrderedDict(tensors)
-    obj = RunResults([(runner, [IterationResult(tensors, runner_name=runner)])]) if kind == "output" else tensors
+    obj = SavedRun([(runner, [SavedIteration(tensors, runner_name=runner)])]) if kind == "output" else tensors
     save_json(obj, path)
     return path
-
-
