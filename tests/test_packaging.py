@@ -193,11 +193,14 @@ def test_dockerfile_copies_only_files_of_the_build_context():
 
 
 def readme_table(heading_word: str) -> dict[str, list[str]]:
-    """The first Markdown table under the first README heading naming ``heading_word``: first cell
+    """The first Markdown table under the README heading that is ``heading_word`` (else the first one
+    naming it): first cell
     (backticks stripped) -> the other cells."""
     lines = README.read_text(encoding="utf-8").splitlines()
-    pattern = rf"#+\s.*\b{heading_word}\b"
-    heading = next((i for i, line in enumerate(lines) if re.match(pattern, line, re.I)), None)
+    exact, pattern = rf"#+\s+{heading_word}\s*$", rf"#+\s.*\b{heading_word}\b"
+    heading = next((i for i, line in enumerate(lines) if re.match(exact, line, re.I)), None)  # "### Inputs"
+    if heading is None:
+        heading = next((i for i, line in enumerate(lines) if re.match(pattern, line, re.I)), None)
     assert heading is not None, f"README.md has no heading naming the {heading_word}"
     table = []
     for line in lines[heading + 1 :]:
