@@ -110,7 +110,8 @@ def test_locks_keep_the_runtimes_apart_and_pin_what_the_dockerfile_builds_on():
 
 def test_readme_install_matrix_names_the_locked_versions():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Install matrix") : readme.index("## Using it in a workflow")]
+    start = readme.index("### Install matrix")
+    section = readme[start : readme.index("\n## ", start)]  # up to the next top-level section
     cpu, gpu = lock("cpu"), lock("gpu")
     for text in (
         f"`onnxruntime` {cpu['onnxruntime']}",
