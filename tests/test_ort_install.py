@@ -36,14 +36,36 @@ def run_cli(tmp_path: Path, *, extra_path: Path | None = None, block_import: boo
     return subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=120)
 
 
-def fake_second_build(tmp_path: Path, name: str = "onnxruntime_gpu", version: str = "1.22.0") -> Path:
-    site = tmp_path / "site"
+def _dist_info(site: Path, name: str, version: str) -> None:
     info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n", encoding="utf-8"
     )
+
+
+def fake_second_build(tmp_path: Path, name: str = "onnxruntime_gpu", version: str = "1.22.0") -> Path:
+    """A folder where two builds were installed over each other, first on sys.path: the installed
+    ``onnxruntime`` package (a symlink to it) with its own metadata and a second build's."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "onnxruntime").symlink_to(Path(onnxruntime.__file__).parent, target_is_directory=True)
+    _dist_info(site, "onnxruntime", onnxruntime.__version__)
+    _dist_info(site, name, version)
     return site
+
+
+def test_a_build_in_another_folder_that_shadows_this_one_is_no_conflict(tmp_path, monkeypatch):
+    # onnxruntime-gpu in PYTHONPATH=/tmp/site over the system's CPU onnxruntime (how the GPU machine
+    # here runs it): the import finds /tmp/site's package, whose files are intact. Before, every
+    # onnxruntime-gpu run there stopped with "Several ONNX Runtime builds are installed".
+    site = tmp_path / "site"
+    (site / "onnxruntime").mkdir(parents=True)
+    (site / "onnxruntime" / "__init__.py").write_text("", encoding="utf-8")
+    _dist_info(site, "onnxruntime_gpu", "1.31.1")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "onnxruntime")  # else find_spec answers with the module imported above
+    assert installed_distributions() == ["onnxruntime-gpu"]
 
 
 def test_the_test_environment_has_exactly_the_cpu_build():

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
+import os
 from importlib import metadata
 
 from gate.errors import GateError
@@ -32,16 +34,21 @@ INSTALL_HINT = "pip install 'accuracy-gate[cpu]' (CPU) or 'accuracy-gate[gpu]' (
 
 
 def installed_distributions() -> list[str]:
-    """The names (as in :data:`DISTRIBUTIONS`) of the ONNX Runtime builds whose metadata is on
-    ``sys.path``, in that order; empty when none is installed."""
-    found = []
-    for name in DISTRIBUTIONS:
-        try:
-            metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        found.append(name)
-    return found
+    """The names (as in :data:`DISTRIBUTIONS`) of the ONNX Runtime builds installed where ``import
+    onnxruntime`` finds its package, in that order; empty when none is installed. Builds there have
+    written their files over one another. A build in another folder of ``sys.path`` that the first
+    one shadows (e.g. onnxruntime-gpu in ``PYTHONPATH=/opt/site`` over a system onnxruntime) is not
+    counted: its files are intact and never imported."""
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    where = os.path.realpath(next(iter(spec.submodule_search_locations)))
+    found = set()
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in DISTRIBUTIONS and os.path.realpath(str(dist.locate_file("onnxruntime"))) == where:
+            found.add(name)
+    return [name for name in DISTRIBUTIONS if name in found]
 
 
 @functools.lru_cache(maxsize=1)
