@@ -141,6 +141,21 @@ def check_compare_settings(settings: dict, subject, check_average: bool = False)
         for output, value in _entries(setting(settings, key)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise GateError(f"{subject(key, output)}: must be a finite number, got {value!r}{_of(output)}.")
+    for output, value in _entries(setting(settings, "cosine_similarity_threshold")):
+        if not -1 <= value <= 1:  # a cosine similarity lies in [-1, 1]: any other minimum never passes
+            raise GateError(f"{subject('cosine_similarity_threshold', output)}: must be from -1 to 1 (a cosine "
+                            f"similarity), got {value!r}{_of(output)}.")  # fmt: skip
+
+
+def check_error_quantile(value, subject) -> None:
+    """``error_quantile`` (one value or ``{output: value}``) must be a number in [0, 1];
+    ``subject(output) -> str`` names the flag or gate.toml key.
+
+    Raises:
+        GateError: one line naming the setting and the output."""
+    for output, quantile in _entries(value if value is not None else {}):
+        if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 <= quantile <= 1:
+            raise GateError(f"{subject(output)}: must be a quantile from 0 to 1, got {quantile!r}{_of(output)}.")
 
 
 def _default(settings):

@@ -390,9 +390,12 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
             raise GateError(
                 f"{subject} '{_shown(str(value))}' is not one of {', '.join(CHECK_ERROR_STATS)}{_for_output(output)}."
             )
-    from gate.compare_funcs import check_compare_settings
+    from gate.compare_funcs import check_compare_settings, check_error_quantile
 
     check_compare_settings(settings, lambda key, output="": flag(key, output) or f"{path}: '{key}'")
+    check_error_quantile(
+        settings.get("error_quantile"), lambda output: flag("error_quantile", output) or f"{path}: 'error_quantile'"
+    )
     if settings.get("check_average"):
         no_default = isinstance(stat, dict) and "" not in stat
         elemwise = [output for output, value in _entries(stat) if value == "elemwise"]

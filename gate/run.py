@@ -165,12 +165,13 @@ def run_config(options, overrides) -> GateConfig:
     def given(key, default):
         return default if overrides.get(key) is None else overrides[key]
 
-    from gate.compare_funcs import check_compare_settings
+    from gate.compare_funcs import check_compare_settings, check_error_quantile
     from gate.compare_options import COMPARE_FUNC_OPTIONS
     from gate.config import trt_build_settings
 
     compare = {name: overrides[name] for name, *_ in COMPARE_FUNC_OPTIONS if overrides.get(name) is not None}
     check_compare_settings(compare, lambda key, output="": dict((r[0], r[1]) for r in COMPARE_FUNC_OPTIONS)[key])
+    check_error_quantile(overrides.get("error_quantile"), lambda output: "--error-quantile")
     return GateConfig(
         **compare,
         path=None,
