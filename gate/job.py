@@ -26,7 +26,7 @@ from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_si
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
-from gate.data.onnx_model import model_io, model_output_dtypes
+from gate.data.onnx_model import model_io, output_dtypes
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, POLYGRAPHY_JSON
 from gate.dtype_rules import GateCompareFunc
@@ -157,7 +157,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     shard = shard or Shard()
     input_names, output_names, model_sha256, types = model_io(cfg.model)
     _check_per_output_names(cfg, output_names)
-    check_output_dtypes(cfg, model_output_dtypes(cfg.model), cfg.source)
+    check_output_dtypes(cfg, output_dtypes(types, output_names), cfg.source)
     inputs = _open(cfg.inputs, "input", input_names, labels, types)
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")

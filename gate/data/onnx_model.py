@@ -78,12 +78,13 @@ def model_input_metadata(model_path: Path) -> TensorMetadata:
     return metadata
 
 
-def model_output_dtypes(model_path: Path) -> dict:
-    """The graph outputs of an ONNX model: name -> numpy dtype, or None where it is not a tensor (a
-    sequence, map or optional) or declares no element type."""
-    model = onnx.load(str(model_path), load_external_data=False)
+def output_dtypes(types: dict, output_names) -> dict:
+    """The graph outputs' element types from ``model_io``'s ``types`` (no second read of the model):
+    name -> numpy dtype, or None where it is not a tensor (a sequence, map or optional) or declares
+    no element type; in ``output_names`` order."""
     dtypes = {}
-    for value in model.graph.output:
-        elem = value.type.tensor_type.elem_type if value.type.HasField("tensor_type") else 0
-        dtypes[value.name] = onnx.helper.tensor_dtype_to_np_dtype(elem) if elem else None
+    for name in output_names:
+        value_type = types[name]
+        elem = value_type.tensor_type.elem_type if value_type.HasField("tensor_type") else 0
+        dtypes[name] = onnx.helper.tensor_dtype_to_np_dtype(elem) if elem else None
     return dtypes
