@@ -105,3 +105,17 @@ def test_version_fact_is_empty_without_onnxruntime(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "''"
+
+
+def test_only_the_builds_own_metadata_folders_count(tmp_path, monkeypatch):
+    # Found by the metadata folders' names beside the package: onnxruntime-extensions (another
+    # project that shares the prefix) is no build; an egg-info of a source build is one.
+    site = tmp_path / "site"
+    (site / "onnxruntime").mkdir(parents=True)
+    (site / "onnxruntime" / "__init__.py").write_text("", encoding="utf-8")
+    _dist_info(site, "onnxruntime_extensions", "0.14.0")
+    _dist_info(site, "onnxruntime_gpu", "1.31.1")
+    (site / "onnxruntime_directml-1.20.0-py3.12.egg-info").mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "onnxruntime")
+    assert installed_distributions() == ["onnxruntime-gpu", "onnxruntime-directml"]

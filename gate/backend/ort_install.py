@@ -14,7 +14,6 @@ import functools
 import importlib
 import importlib.util
 import os
-from importlib import metadata
 
 from gate.errors import GateError
 
@@ -38,16 +37,29 @@ def installed_distributions() -> list[str]:
     onnxruntime`` finds its package, in that order; empty when none is installed. Builds there have
     written their files over one another. A build in another folder of ``sys.path`` that the first
     one shadows (e.g. onnxruntime-gpu in ``PYTHONPATH=/opt/site`` over a system onnxruntime) is not
-    counted: its files are intact and never imported."""
+    counted: its files are intact and never imported.
+
+    The builds are found by the names of the metadata folders pip writes beside the package
+    (``onnxruntime_gpu-1.31.1.dist-info``: the escaped name, PEP 427 / the packaging spec's
+    "recording installed projects"), without reading any file: parsing every installed project's
+    METADATA (``importlib.metadata.distributions()``) took 0.19 s of a GPU check with 200 projects
+    installed."""
     spec = importlib.util.find_spec("onnxruntime")
     if spec is None or not spec.submodule_search_locations:
         return []
-    where = os.path.realpath(next(iter(spec.submodule_search_locations)))
+    package = next(iter(spec.submodule_search_locations))
+    folders = {os.path.dirname(os.path.abspath(package)), os.path.dirname(os.path.realpath(package))}
     found = set()
-    for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name in DISTRIBUTIONS and os.path.realpath(str(dist.locate_file("onnxruntime"))) == where:
-            found.add(name)
+    for folder in folders:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith((".dist-info", ".egg-info")):
+                name = entry.rsplit(".", 1)[0].split("-", 1)[0].lower().replace("_", "-").replace(".", "-")
+                if name in DISTRIBUTIONS:
+                    found.add(name)
     return [name for name in DISTRIBUTIONS if name in found]
 
 
