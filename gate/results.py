@@ -211,7 +211,7 @@ class OutputVerdict:
             text += f"; {self.failed_text()}"
         if self.dtypes_differ:
             text += f"; dtypes differ ({self.dtypes[0]} vs reference {self.dtypes[1]}), compared in the wider type"
-        if self.zero_reference_count and (not self.passed or self.known_failure):
+        if self.zero_reference_count and not self.exact and (not self.passed or self.known_failure):
             text += (
                 f"; {self.zero_reference_count} reference elements are 0 (relative error there is "
                 "measured against 2.2e-16)"
