@@ -335,7 +335,8 @@ def verdicts(accuracy: AccuracyResult, indices=None) -> list[OutputVerdict]:
             samples = [(i, it[name]) for i, it in enumerate(iterations) if name in it]
             row = _verdict(pair, name, samples, averages.get(name))
             if row.stat is not None:
-                row.values = [_stat_values(result, row.stat)[0] for _, result in samples]
+                stat = "max" if row.exact else row.stat
+                row.values = [_stat_values(result, stat)[0] for _, result in samples]
             times = [getattr(result, "time_s", None) for _, result in samples]
             if samples and None not in times:
                 row.time_s = float(sum(times))
@@ -422,13 +423,14 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         )
     first = samples[0][1]
     threshold = first.thresholds
+    exact = bool(getattr(threshold, "exact", False))
+    # An exact output's verdict is its max difference (every element equal), whatever the configured
+    # statistic: its row shows that and is judged per iteration (the average of the maxima is 0 exactly
+    # when every iteration is equal, so check_average gives the same verdict).
+    stat = "max" if exact else threshold.check_error_stat
     candidates = failed or samples
-    worst_iteration, worst = max(
-        candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[0])
-    )
-    rel_iteration, rel_worst = max(
-        candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[1])
-    )
+    worst_iteration, worst = max(candidates, key=lambda item: _severity(_stat_values(item[1], stat)[0]))
+    rel_iteration, rel_worst = max(candidates, key=lambda item: _severity(_stat_values(item[1], stat)[1]))
     row = OutputVerdict(
         pair,
         name,
@@ -444,16 +446,16 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         num_elements=worst.num_elements,
         zero_reference_count=worst.zero_reference_count,
         dtypes=worst.dtypes,
-        exact=bool(getattr(threshold, "exact", False)),
+        exact=exact,
         rel_iteration=rel_iteration,
         worst_values=getattr(worst, "worst_values", None),
         worst_absdiff=getattr(worst, "worst_absdiff", None),
         worst_reldiff=getattr(worst, "worst_reldiff", None),
         nan_counts=getattr(worst, "nan_counts", None),
     )
-    row.abs_value = _stat_values(worst, threshold.check_error_stat)[0]
-    row.rel_value = _stat_values(rel_worst, threshold.check_error_stat)[1]
-    if averaged is not None:
+    row.abs_value = _stat_values(worst, stat)[0]
+    row.rel_value = _stat_values(rel_worst, stat)[1]
+    if averaged is not None and not exact:
         row.averaged = True
         row.passed = bool(averaged)
         row.abs_value, row.rel_value = _stat_values(averaged, threshold.check_error_stat)

@@ -72,7 +72,7 @@ def _counts(values: list[float], low: float, width: float, bins: int) -> list[in
 def stat_name(row: OutputVerdict) -> str:
     """The statistic charted (elemwise is judged by its max); a name from a file that is not one of
     ours reads as "checked", so that it cannot reach the Mermaid block."""
-    if row.stat == "elemwise":
+    if row.stat == "elemwise" or row.exact:  # an exact output is judged by its max difference
         return "max"
     return row.stat if row.stat in ("max", "mean", "median", "quantile") else "checked"
 
