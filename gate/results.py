@@ -26,7 +26,8 @@ class OutputVerdict:
     of ``worst_iteration`` (the largest absolute difference, among the elements out of tolerance
     for elemwise; the first differing element when ``exact``), with its values in both runners
     (``worst_values``) and its own ``worst_absdiff`` / ``worst_reldiff``. ``exact``: every element
-    must be equal (integer, bool and string outputs without a tolerance of their own).
+    must be equal (integer, bool and string outputs without a tolerance of their own); ``stat`` is
+    then ``"exact"`` and the values are the max differences.
     ``nan_counts``: in the worst iteration, elements NaN on both sides and on one side only.
     ``error`` is set when the output could not be compared (shape mismatch, missing on one side).
     """
@@ -435,7 +436,7 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         pair,
         name,
         passed=not failed,
-        stat=threshold.check_error_stat,
+        stat="exact" if exact else threshold.check_error_stat,  # one word in every report and file
         atol=threshold.atol,
         rtol=threshold.rtol,
         iterations=len(samples),

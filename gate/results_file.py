@@ -8,7 +8,8 @@ Schema ``accuracy-gate-report`` version 1 (documented in README.md, "Results fil
      "message": str, "model": str, "title": str, "iterations": int, "duration_s": float,
      "commit": str | null, "comment_key": str | null,
      "failed_outputs": [str], "failed_total": int, "rows_total": int, "rows_truncated": bool,
-     "rows": [{"pair": [str, str], "output": str, "passed": bool, "stat": str | null,
+     "rows": [{"pair": [str, str], "output": str, "passed": bool,
+               "stat": str | null,  # "exact" for an output compared exactly (older files: its configured stat)
                "atol": num | null, "rtol": num | null, "abs_value": num | null, "rel_value": num | null,
                "iterations": int, "failed_iterations": int, "worst_iteration": int | null,
                "worst_index": [int] | null, "mismatch_count": int | null, "num_elements": int | null,
@@ -314,6 +315,10 @@ class _Reader:
             exact=data.get("exact") is True,
             rel_iteration=self.integer(data, "rel_iteration", f"{where}.rel_iteration", optional=True),
         )
+        if row.exact and row.stat != "exact":
+            # A file written before "stat": "exact" (then the configured statistic, with "exact": true): the same
+            # row as a new file's, so that it serves as a baseline of the same gate.
+            row.stat, row.averaged = "exact", False
         try:
             for key, value in element_from_json(data.get("worst_element"), MAX_ROW_ERROR).items():
                 setattr(row, key, value)

@@ -69,7 +69,7 @@ def build_suites(result: GateResult) -> list[TestSuite]:
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=row.time_s or 0.0,
             stdout=_clean(
-                f"stat={'exact' if row.exact else row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} "
+                f"stat={row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} "
                 f"abs={fmt(row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)
