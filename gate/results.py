@@ -144,7 +144,8 @@ class OutputVerdict:
             return f"{text}; {self.failed_text()}"
         bound = "min" if self.func in ("cosine", "psnr", "snr") else "max"
         scope = "average over iterations of" if self.averaged else "worst"
-        text = f"{scope} {self.stat} {fmt(self.abs_value)} ({bound} {fmt(self.threshold)})"
+        value = fmt_func_value(self.func, self.abs_value)
+        text = f"{scope} {self.stat} {value} ({bound} {fmt_threshold(self.threshold)})"
         if not self.averaged:
             text += f" at iteration {self.worst_iteration}; {self.failed_text()}"
         return text
@@ -181,13 +182,14 @@ class OutputVerdict:
             text = self._exact_statistics()
         elif self.averaged or same_iteration:
             text = (
-                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}), "
-                f"rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)})"
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt_threshold(self.atol)}), "
+                f"rel error {fmt(self.rel_value)} (rtol {fmt_threshold(self.rtol)})"
             )
         else:
             text = (
-                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}) at iteration "
-                f"{self.worst_iteration}, {scope} {stat} rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)}) "
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt_threshold(self.atol)}) at iteration "
+                f"{self.worst_iteration}, {scope} {stat} rel error {fmt(self.rel_value)} "
+                f"(rtol {fmt_threshold(self.rtol)}) "
                 f"at iteration {self.rel_iteration}"
             )
         if self.worst_iteration is not None and not self.averaged and not self.exact:
@@ -296,6 +298,21 @@ def fmt_value(value) -> str:
         text = str(single) if float(single) == value else repr(value)
         return text[:-2] if text.endswith(".0") else text
     return fmt(value)
+
+
+def fmt_threshold(value) -> str:
+    """A tolerance or bound as it was set, for reports: the shortest text that reads back as the same
+    float (Python's ``repr``; ``1e-05``, ``0.9999999``, ``30``), never rounded (``fmt`` would show a
+    cosine minimum of 0.9999999 as 1); ``n/a`` for None."""
+    if value is None:
+        return "n/a"
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def fmt_func_value(func: str, value) -> str:
+    """A compare function's value: a cosine similarity with 9 digits (0.99999 and 1 differ), else ``fmt``."""
+    return f"{value:.9g}" if func == "cosine" and value is not None else fmt(value)
 
 
 def fmt(value) -> str:

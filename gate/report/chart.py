@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gate.results import OutputVerdict, fmt
+from gate.results import OutputVerdict, fmt, fmt_threshold
 
 MAX_BINS = 10
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -139,9 +139,9 @@ def mermaid(hist: Histogram, atol: float | None = None) -> list[str]:
     marked = [k for k in range(1, len(hist.above)) if hist.above[k] and not hist.above[k - 1]]
     if marked:  # the edge that is atol reads "atol" (a longer label would collide with its neighbours)
         labels[marked[0] - 1] = "atol"
-        title += f", atol {fmt(atol)}"
+        title += f", atol {fmt_threshold(atol)}"
     elif atol is not None:
-        title += f", atol {fmt(atol)} {'above' if not any(hist.above) else 'below'} every bin"
+        title += f", atol {fmt_threshold(atol)} {'above' if not any(hist.above) else 'below'} every bin"
     lines = [
         "```mermaid",
         f'%%{{init: {{"themeVariables": {{"xyChart": {{"plotColorPalette": "{", ".join(COLOURS)}"}}}}}}}}%%',
@@ -165,7 +165,7 @@ def caption(row: OutputVerdict, with_baseline: bool) -> str:
     """What the Mermaid chart shows, in words (the output's name is added by the caller, escaped)."""
     stat = stat_name(row)
     text = f"{stat} abs error per iteration ({len([v for v in row.values or [] if v is not None])} iterations)"
-    text += f", atol {fmt(row.atol)}"
+    text += f", atol {fmt_threshold(row.atol)}"
     if with_baseline:
         text += "; bars: this run, line: baseline"
     return text

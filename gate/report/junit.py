@@ -22,7 +22,7 @@ from junit_xml import TestCase, TestSuite
 
 from gate.paths import write_atomic
 from gate.report.escape import unique_names, visible
-from gate.results import GateResult, OutputVerdict, fmt, fmt_delta
+from gate.results import GateResult, OutputVerdict, fmt, fmt_delta, fmt_func_value, fmt_threshold
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -69,12 +69,12 @@ def build_suites(result: GateResult) -> list[TestSuite]:
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=row.time_s or 0.0,
             stdout=_clean(
-                f"stat={row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} "
-                f"abs={fmt(row.abs_value)} "
+                f"stat={row.stat} atol={fmt_threshold(row.atol)} rtol={fmt_threshold(row.rtol)} "
+                f"abs={fmt_func_value(row.func, row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)
-                + ("" if row.func == "simple" else f" func={row.func} value={fmt(row.abs_value)}")
-                + ("" if row.threshold is None else f" bound={fmt(row.threshold)}")
+                + ("" if row.func == "simple" else f" func={row.func} value={fmt_func_value(row.func, row.abs_value)}")
+                + ("" if row.threshold is None else f" bound={fmt_threshold(row.threshold)}")
                 + (f" allowed_failed_iterations={row.allowed_failures}" if row.allowed_failures else "")
                 + ("" if row.verdict else " verdict=false")
             ),

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from gate.report.chart import ATOL_MARK, blocks, caption, histogram, mermaid
 from gate.report.escape import unlinked, visible
 from gate.report.text import rows_of, scope_line
-from gate.results import PASSED, REGRESSED, GateResult, fmt, fmt_delta, plural
+from gate.results import PASSED, REGRESSED, GateResult, fmt, fmt_delta, fmt_threshold, plural
 from gate.results_file import largest_fitting
 
 MAX_CHARTS = 6
@@ -212,7 +212,7 @@ def _charts(result: GateResult) -> tuple[list[list[str]], list[str], str]:
         cells = [name, f"`{blocks(hist, hist.counts)}`"]
         if with_baseline:
             cells.append(f"`{blocks(hist, hist.baseline)}`" if hist.baseline else "-")
-        cells += [md_number(fmt(hist.edges[0])), md_number(fmt(hist.edges[-1])), md_number(fmt(row.atol))]
+        cells += [md_number(fmt(hist.edges[0])), md_number(fmt(hist.edges[-1])), md_number(fmt_threshold(row.atol))]
         words = md_text(caption(row, bool(hist.baseline)))
         pair = md_text(" vs ".join(row.pair))
         blocks_.append(

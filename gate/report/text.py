@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from gate.report.escape import visible
-from gate.results import GateResult, fmt, fmt_delta, plural
+from gate.results import GateResult, fmt, fmt_delta, fmt_func_value, fmt_threshold, plural
 
 MIN_FUNCS = ("cosine", "psnr", "snr")
 
 
 def fmt_metric(row) -> str:
     """A metric's value; cosine similarities with 9 digits (0.99999 and 1 differ)."""
-    return f"{row.abs_value:.9g}" if row.func == "cosine" and row.abs_value is not None else fmt(row.abs_value)
+    return fmt_func_value(row.func, row.abs_value)
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
@@ -56,7 +56,7 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
                 failed += f" (allowed {row.allowed_failures})"
             if row.func != "simple":
                 side = "min " if row.func in MIN_FUNCS else "max "
-                bound = "-" if row.func == "indices" else side + fmt(row.threshold)
+                bound = "-" if row.func == "indices" else side + fmt_threshold(row.threshold)
                 value = f"{fmt(100 * row.abs_value)}% agree" if row.func == "indices" else fmt_metric(row)
                 if row.func == "task":
                     delta = 100 * (row.abs_value - row.reference)
@@ -70,9 +70,9 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
                 visible(row.output),  # a line break or zero-width character shows, escaped
                 stat,
                 fmt(row.abs_value),
-                "-" if row.exact else fmt(row.atol),
+                "-" if row.exact else fmt_threshold(row.atol),
                 fmt(row.rel_value),
-                "-" if row.exact else fmt(row.rtol),
+                "-" if row.exact else fmt_threshold(row.rtol),
                 failed,
                 _verdict_cell(row),
             )
