@@ -77,3 +77,12 @@ def test_exact_details_of_text_count_the_differing_strings():
     assert found["largest"] == ((1,), "dog", "dot", None)
     assert found["abs"] is None and found["histogram"] == []
     assert error_details(a, a.copy(), exact=True) is None
+
+
+def test_a_compare_function_row_gets_no_tolerance_advice(tmp_path):
+    from test_threshold_digits import float_gate
+
+    proc = run_cli("check", float_gate(tmp_path), "--compare-func", "cosine", "-v")
+    assert proc.returncode == 0, proc.stderr
+    assert "worst cosine 0.999999938 (min 0.997)" in proc.stdout  # the default minimum
+    assert "minimum tolerance" not in proc.stdout  # it read "atol >= 1 or rtol >= n/a (cosine error)"
