@@ -254,6 +254,12 @@ class GateResult:
         return EXIT_CODES[self.status]
 
     @property
+    def nothing_compared(self) -> bool:
+        """``accuracy-gate run`` with one runner and no --load-outputs: it ran and exits 0 (as
+        ``polygraphy run``), but no output was compared, so no report calls it passed."""
+        return self.status == PASSED and not self.rows
+
+    @property
     def failed_outputs(self) -> list[str]:
         failed = dict.fromkeys((row.pair, row.output) for row in self.rows if not row.passed)
         return [output for _, output in failed]  # once per runner pair, however many functions failed

@@ -20,7 +20,8 @@ Schema ``accuracy-gate-report`` version 1 (documented in README.md, "Results fil
                "within_tolerance": bool | null, "regressed": bool | null, "known_failure": bool,
                "regression": str | null}],
      "facts": {str: str},
-     # only when set: "scope": str (shard / merge), "baseline": str, "fail_on": "regression"}
+     # only when set: "scope": str (shard / merge), "baseline": str, "fail_on": "regression",
+     # "nothing_compared": true (accuracy-gate run with one runner: "passed" is then false, exit 0)}
 
 JSON has no NaN or infinity, so a non-finite ``num`` is the string ``"NaN"``, ``"Infinity"`` or
 ``"-Infinity"``. Unknown keys are ignored when reading (later versions 1.x may add some); another
@@ -131,7 +132,7 @@ def report_document(result: GateResult, commit: str | None = None, comment_key: 
         "schema": SCHEMA,
         "version": VERSION,
         "status": result.status,
-        "passed": result.status == PASSED,
+        "passed": result.status == PASSED and not result.nothing_compared,  # nothing compared: not passed
         "regressed": result.status == REGRESSED,
         "message": result.message,
         "model": result.model,
@@ -147,6 +148,7 @@ def report_document(result: GateResult, commit: str | None = None, comment_key: 
         "rows": [_row(row) for row in result.rows],
         "facts": {str(k): str(v) for k, v in result.facts.items()},
         **{key: value for key, value in _scope(result).items() if value},
+        **({"nothing_compared": True} if result.nothing_compared else {}),
     }
 
 

@@ -73,6 +73,7 @@ def annotate_outputs(result: GateResult) -> None:
 def final_line(result: GateResult) -> None:
     final = {PASSED: actions.notice, REGRESSED: actions.error, ERROR: actions.error}[result.status]
     label = {PASSED: "passed", REGRESSED: "accuracy regressed", ERROR: "could not evaluate"}[result.status]
+    label = "ran, nothing compared" if result.nothing_compared else label
     final(f"{label}: {result.message}", title="accuracy-gate")
 
 

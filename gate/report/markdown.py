@@ -140,7 +140,7 @@ def _table(headers, cells: list[list[str]], numeric_from: int) -> tuple[list[str
 
 
 def _parts(result: GateResult, run_url: str | None, commit: str | None, roots=None) -> _Parts:
-    icon = _ICONS.get(result.status, "⚠️")
+    icon = "ℹ️" if result.nothing_compared else _ICONS.get(result.status, "⚠️")
     title = md_text(result.title or f"Accuracy gate: {result.model}")
     message = relative_paths(result.message, roots)
     counted = plural(result.iterations, "iteration")
@@ -172,7 +172,7 @@ def _parts(result: GateResult, run_url: str | None, commit: str | None, roots=No
     charts, charts_head, charts_note = _charts(result)
     return _Parts(
         head=[f"## {icon} {title}", ""],
-        message=f"**{_LABELS[result.status]}**: {md_text(message)}",
+        message=f"**{'ran' if result.nothing_compared else _LABELS[result.status]}**: {md_text(message)}",
         where=" · ".join(where),
         table_header=table_header,
         rows=rows,

@@ -13,6 +13,12 @@ def fmt_metric(row) -> str:
     return fmt_func_value(row.func, row.abs_value)
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
+RAN = "RAN"
+"""The verdict word of a run that compared nothing (one runner, no --load-outputs; exit 0): not PASSED."""
+
+
+def verdict_word(result: GateResult) -> str:
+    return RAN if result.nothing_compared else VERDICTS[result.status]
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
 BASELINE_HEADERS = ("Δ abs", "Δ rel")
 """With a baseline: this run's abs / rel error minus the baseline's (``new`` for an output it lacks)."""
@@ -119,7 +125,7 @@ def render_text(result: GateResult, details: bool = False) -> str:
 
         lines += render_details(result)
     return "\n".join(
-        [*header_lines, *lines, *runtime_lines(result), "", f"{VERDICTS[result.status]}: {result.message}"]
+        [*header_lines, *lines, *runtime_lines(result), "", f"{verdict_word(result)}: {result.message}"]
     )
 
 
