@@ -37,12 +37,16 @@ def _stats(values: np.ndarray) -> dict:
 
 
 def histogram(values: np.ndarray, bins: int = BINS) -> list[tuple[float, float, int]]:
-    """``(low, high, count)`` per bin over the finite values, ``bins`` equal bins from min to max."""
+    """``(low, high, count)`` per bin over the finite values, ``bins`` equal bins from min to max; one
+    bin ``(value, value, count)`` when every finite value is the same (Polygraphy's ``np.histogram``
+    would spread them over [value - 0.5, value + 0.5])."""
     finite = values[np.isfinite(values)].astype(np.float64, copy=False)
     if finite.size == 0:
         return []
     low, high = float(finite.min()), float(finite.max())
-    counts, edges = np.histogram(finite, bins=bins, range=(low, high if high > low else low + 1))
+    if not high > low:
+        return [(low, low, int(finite.size))]
+    counts, edges = np.histogram(finite, bins=bins, range=(low, high))
     return [(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(len(counts))]
 
 

@@ -21,7 +21,10 @@ def _stats_line(label: str, stats: dict) -> str:
     return text
 
 
-def _histogram(bins, title: str = "abs error histogram") -> list[str]:
+def _histogram(bins, title: str = "abs error histogram", noun: str = "abs errors") -> list[str]:
+    if len(bins) == 1 and bins[0][0] == bins[0][1]:  # every value the same: no chart to draw
+        low, _, count = bins[0]
+        return [f"    {title}: all {count} {noun} equal {fmt(low)}"]
     top = max((count for _, _, count in bins), default=0) or 1
     lines = [f"    {title}:"]
     for low, high, count in bins:
@@ -56,7 +59,7 @@ def _exact_lines(row: OutputVerdict) -> list[str]:
         )
     if found and found.get("abs"):
         lines.append(_stats_line("abs difference of the differing elements", found["abs"]))
-        lines += _histogram(found["histogram"], "abs difference histogram (differing elements)")
+        lines += _histogram(found["histogram"], "abs difference histogram (differing elements)", "differences")
     return lines
 
 
