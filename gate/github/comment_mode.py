@@ -19,7 +19,7 @@ from gate.github.publish import (
     workflow_run_url,
     write_summary,
 )
-from gate.github.workspace import workspace_relative
+from gate.paths import workspace_relative
 from gate.results import PASSED, REGRESSED
 
 MAX_REPORT_FILES = 50

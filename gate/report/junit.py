@@ -12,7 +12,6 @@ testcase for a run that stopped part-way (or never started comparing) gets the r
 
 from __future__ import annotations
 
-import os
 import re
 import xml.dom.minidom
 import xml.etree.ElementTree as ET
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite
 
-from gate.paths import write_atomic
+from gate.paths import workspace_relative, write_atomic
 from gate.report.escape import unique_names, visible
 from gate.results import GateResult, OutputVerdict, fmt, fmt_delta, fmt_func_value, fmt_threshold
 
@@ -117,22 +116,6 @@ def _times(result: GateResult, suites: dict) -> None:
 def seconds(value: float | None) -> str:
     """A JUnit time: seconds rounded to milliseconds, ``0.265``."""
     return f"{max(0.0, value or 0.0):.3f}"
-
-
-def workspace_relative(path: str, environ=None) -> str:
-    """``path`` relative to ``$GITHUB_WORKSPACE`` (else the working directory) when it lies inside,
-    with forward slashes; else as given. Annotations and links need the repository-relative path."""
-    if not path:
-        return ""
-    environ = os.environ if environ is None else environ
-    absolute = Path(path).absolute()
-    for base in (environ.get("GITHUB_WORKSPACE"), os.getcwd()):
-        if base:
-            try:
-                return absolute.relative_to(Path(base).absolute()).as_posix()
-            except ValueError:
-                continue
-    return Path(path).as_posix()
 
 
 def _document(result: GateResult, suites: list[TestSuite], environ=None) -> ET.Element:

@@ -9,11 +9,11 @@ report read from an untrusted results file renders as text and cannot ping peopl
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from gate.paths import relative_paths
 from gate.report.chart import ATOL_MARK, blocks, caption, histogram, mermaid
 from gate.report.escape import unlinked, visible
 from gate.report.text import rows_of, scope_line
@@ -75,16 +75,6 @@ def md_number(text: str) -> str:
     """A number formatted by ``gate.results.fmt``/``fmt_delta`` for a table cell: ``-`` as the minus
     sign (U+2212) so that the cell never wraps inside it; anything else is escaped text."""
     return text.replace("-", MINUS) if _NUMBER.fullmatch(text) else md_text(text)
-
-
-def relative_paths(text: str, roots=None) -> str:
-    """``text`` with the workspace's (``GITHUB_WORKSPACE``) and the working directory's absolute
-    prefixes removed, so that paths in messages read as they do in the repository."""
-    if roots is None:
-        roots = [os.environ.get("GITHUB_WORKSPACE"), os.getcwd()]
-    for root in sorted({r.rstrip("/") for r in roots if r and r.rstrip("/")}, key=len, reverse=True):
-        text = text.replace(root + "/", "")
-    return text
 
 
 def _url(url: str) -> str:
