@@ -54,7 +54,7 @@ from gate.github.publish import (
 from gate.github.workspace import chown_to_workspace_owner, chown_tree_to_workspace_owner
 from gate.option_readers import overrides_from_inputs
 from gate.options import BY_NAME, DEFAULTS, INPUTS
-from gate.paths import workspace_relative
+from gate.paths import relative_paths, workspace_relative, workspace_roots
 from gate.results import ERROR, PASSED, REGRESSED
 from gate.shards import default_partial_name
 
@@ -327,7 +327,7 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
         outcome = _execute(environ, settings, errors, verbose)
     result = outcome.result
     with actions.stop_commands():  # the table, outside the fold
-        print(render_text(result))
+        print(relative_paths(render_text(result), workspace_roots(environ)))  # as the annotations name paths
     if settings.shard_leg:
         print(f"shard {settings.shard}: no annotations or PR comment here; the merge job reports the whole run.")
     else:

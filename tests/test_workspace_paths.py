@@ -22,6 +22,7 @@ def test_the_verdict_annotation_names_paths_as_the_summary_does(workspace):
     root = str(workspace.root)
     [final] = run.lines("::error title=accuracy-gate::could not evaluate: ")
     assert root not in final, final
+    assert root + "/" not in run.stdout  # nor anywhere in the log: the table, the other annotations
     assert "ppocr-cls/data" in final
     assert root not in run.summary and "ppocr-cls/data" in run.summary
 
