@@ -51,9 +51,10 @@ from gate.github.publish import (
     workflow_run_url,
     write_summary,
 )
-from gate.github.workspace import chown_to_workspace_owner, chown_tree_to_workspace_owner, workspace_relative
+from gate.github.workspace import chown_to_workspace_owner, chown_tree_to_workspace_owner
 from gate.option_readers import overrides_from_inputs
 from gate.options import BY_NAME, DEFAULTS, INPUTS
+from gate.paths import relative_paths, workspace_relative, workspace_roots
 from gate.results import ERROR, PASSED, REGRESSED
 from gate.shards import default_partial_name
 
@@ -326,11 +327,11 @@ def _check_mode(environ, settings: Settings, errors: list[GateError], verbose: b
         outcome = _execute(environ, settings, errors, verbose)
     result = outcome.result
     with actions.stop_commands():  # the table, outside the fold
-        print(render_text(result))
+        print(relative_paths(render_text(result), workspace_roots(environ)))  # as the annotations name paths
     if settings.shard_leg:
         print(f"shard {settings.shard}: no annotations or PR comment here; the merge job reports the whole run.")
     else:
-        annotate_outputs(result)
+        annotate_outputs(result, environ)
     return _publish(environ, settings, outcome, verbose)
 
 
@@ -423,7 +424,7 @@ def _publish(environ, settings: Settings, outcome, verbose: bool) -> int:
         )
         sys.stdout.flush()
         return 0
-    final_line(result)
+    final_line(result, environ)
     if lost and result.exit_code == 0:
         # The job summary and PR comment may fail without changing the verdict; a JUnit or results
         # file the workflow asked for may not: a green check without its evidence is not a pass.

@@ -338,7 +338,7 @@ OPTIONS: tuple[Option, ...] = (
         kind=FLAG,
         commands=REPORTING,
         argparse={"action": "count", "default": 0},
-        help="only the table, one line per output, and the verdict (no per-output details on failure)",
+        help="no per-output details below the table (printed on failure and with -v); the rest as without it",
     ),  # fmt: skip
     Option(
         "log_file",

@@ -16,6 +16,39 @@ DEFAULT_JUNIT = "accuracy-gate-junit.xml"
 """Where the JUnit file goes when no path is given: the working directory."""
 
 
+def workspace_roots(environ=None) -> list[str]:
+    """The folders that paths in the action's reports are shown relative to: ``GITHUB_WORKSPACE``
+    (from ``environ``, default ``os.environ``) when set, then the working directory."""
+    environ = os.environ if environ is None else environ
+    return [root for root in (environ.get("GITHUB_WORKSPACE"), os.getcwd()) if root]
+
+
+def workspace_relative(path, environ=None) -> str:
+    """``path`` relative to the first of :func:`workspace_roots` it lies inside, with forward slashes
+    (``.`` for the root itself); else as given. The one rule for every path the action shows or hands
+    on (annotations, links, JUnit's ``file``, step outputs): a later step and the repository know the
+    workspace-relative path, not the container's absolute one."""
+    if not path:
+        return ""
+    absolute = Path(path).absolute()
+    for base in workspace_roots(environ):
+        try:
+            return absolute.relative_to(Path(base).absolute()).as_posix()
+        except ValueError:
+            continue
+    return os.fspath(path)
+
+
+def relative_paths(text: str, roots=None) -> str:
+    """``text`` (a message) with the absolute prefixes of ``roots`` (default :func:`workspace_roots`)
+    removed, so that the paths in it read as :func:`workspace_relative` gives them."""
+    if roots is None:
+        roots = workspace_roots()
+    for root in sorted({r.rstrip("/") for r in roots if r and r.rstrip("/")}, key=len, reverse=True):
+        text = text.replace(root + "/", "")
+    return text
+
+
 def confinement_root(config_path: Path | None, explicit=None) -> Path:
     """The folder every configured path must stay inside: ``explicit`` (``--root``) if given, else
     ``GITHUB_WORKSPACE`` in GitHub Actions, else the config file's folder (without a config file,

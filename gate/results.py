@@ -26,7 +26,8 @@ class OutputVerdict:
     of ``worst_iteration`` (the largest absolute difference, among the elements out of tolerance
     for elemwise; the first differing element when ``exact``), with its values in both runners
     (``worst_values``) and its own ``worst_absdiff`` / ``worst_reldiff``. ``exact``: every element
-    must be equal (integer, bool and string outputs without a tolerance of their own).
+    must be equal (integer, bool and string outputs without a tolerance of their own); ``stat`` is
+    then ``"exact"`` and the values are the max differences.
     ``nan_counts``: in the worst iteration, elements NaN on both sides and on one side only.
     ``error`` is set when the output could not be compared (shape mismatch, missing on one side).
     """
@@ -143,7 +144,8 @@ class OutputVerdict:
             return f"{text}; {self.failed_text()}"
         bound = "min" if self.func in ("cosine", "psnr", "snr") else "max"
         scope = "average over iterations of" if self.averaged else "worst"
-        text = f"{scope} {self.stat} {fmt(self.abs_value)} ({bound} {fmt(self.threshold)})"
+        value = fmt_func_value(self.func, self.abs_value)
+        text = f"{scope} {self.stat} {value} ({bound} {fmt_threshold(self.threshold)})"
         if not self.averaged:
             text += f" at iteration {self.worst_iteration}; {self.failed_text()}"
         return text
@@ -180,13 +182,14 @@ class OutputVerdict:
             text = self._exact_statistics()
         elif self.averaged or same_iteration:
             text = (
-                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}), "
-                f"rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)})"
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt_threshold(self.atol)}), "
+                f"rel error {fmt(self.rel_value)} (rtol {fmt_threshold(self.rtol)})"
             )
         else:
             text = (
-                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt(self.atol)}) at iteration "
-                f"{self.worst_iteration}, {scope} {stat} rel error {fmt(self.rel_value)} (rtol {fmt(self.rtol)}) "
+                f"{scope} {stat} abs error {fmt(self.abs_value)} (atol {fmt_threshold(self.atol)}) at iteration "
+                f"{self.worst_iteration}, {scope} {stat} rel error {fmt(self.rel_value)} "
+                f"(rtol {fmt_threshold(self.rtol)}) "
                 f"at iteration {self.rel_iteration}"
             )
         if self.worst_iteration is not None and not self.averaged and not self.exact:
@@ -211,7 +214,7 @@ class OutputVerdict:
             text += f"; {self.failed_text()}"
         if self.dtypes_differ:
             text += f"; dtypes differ ({self.dtypes[0]} vs reference {self.dtypes[1]}), compared in the wider type"
-        if self.zero_reference_count and (not self.passed or self.known_failure):
+        if self.zero_reference_count and not self.exact and (not self.passed or self.known_failure):
             text += (
                 f"; {self.zero_reference_count} reference elements are 0 (relative error there is "
                 "measured against 2.2e-16)"
@@ -249,6 +252,12 @@ class GateResult:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.status]
+
+    @property
+    def nothing_compared(self) -> bool:
+        """``accuracy-gate run`` with one runner and no --load-outputs: it ran and exits 0 (as
+        ``polygraphy run``), but no output was compared, so no report calls it passed."""
+        return self.status == PASSED and not self.rows
 
     @property
     def failed_outputs(self) -> list[str]:
@@ -297,6 +306,21 @@ def fmt_value(value) -> str:
     return fmt(value)
 
 
+def fmt_threshold(value) -> str:
+    """A tolerance or bound as it was set, for reports: the shortest text that reads back as the same
+    float (Python's ``repr``; ``1e-05``, ``0.9999999``, ``30``), never rounded (``fmt`` would show a
+    cosine minimum of 0.9999999 as 1); ``n/a`` for None."""
+    if value is None:
+        return "n/a"
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def fmt_func_value(func: str, value) -> str:
+    """A compare function's value: a cosine similarity with 9 digits (0.99999 and 1 differ), else ``fmt``."""
+    return f"{value:.9g}" if func == "cosine" and value is not None else fmt(value)
+
+
 def fmt(value) -> str:
     """Numbers for reports: 5 significant digits, ``n/a`` for None."""
     if value is None:
@@ -335,7 +359,8 @@ def verdicts(accuracy: AccuracyResult, indices=None) -> list[OutputVerdict]:
             samples = [(i, it[name]) for i, it in enumerate(iterations) if name in it]
             row = _verdict(pair, name, samples, averages.get(name))
             if row.stat is not None:
-                row.values = [_stat_values(result, row.stat)[0] for _, result in samples]
+                stat = "max" if row.exact else row.stat
+                row.values = [_stat_values(result, stat)[0] for _, result in samples]
             times = [getattr(result, "time_s", None) for _, result in samples]
             if samples and None not in times:
                 row.time_s = float(sum(times))
@@ -422,18 +447,19 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         )
     first = samples[0][1]
     threshold = first.thresholds
+    exact = bool(getattr(threshold, "exact", False))
+    # An exact output's verdict is its max difference (every element equal), whatever the configured
+    # statistic: its row shows that and is judged per iteration (the average of the maxima is 0 exactly
+    # when every iteration is equal, so check_average gives the same verdict).
+    stat = "max" if exact else threshold.check_error_stat
     candidates = failed or samples
-    worst_iteration, worst = max(
-        candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[0])
-    )
-    rel_iteration, rel_worst = max(
-        candidates, key=lambda item: _severity(_stat_values(item[1], threshold.check_error_stat)[1])
-    )
+    worst_iteration, worst = max(candidates, key=lambda item: _severity(_stat_values(item[1], stat)[0]))
+    rel_iteration, rel_worst = max(candidates, key=lambda item: _severity(_stat_values(item[1], stat)[1]))
     row = OutputVerdict(
         pair,
         name,
         passed=not failed,
-        stat=threshold.check_error_stat,
+        stat="exact" if exact else threshold.check_error_stat,  # one word in every report and file
         atol=threshold.atol,
         rtol=threshold.rtol,
         iterations=len(samples),
@@ -444,16 +470,16 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         num_elements=worst.num_elements,
         zero_reference_count=worst.zero_reference_count,
         dtypes=worst.dtypes,
-        exact=bool(getattr(threshold, "exact", False)),
+        exact=exact,
         rel_iteration=rel_iteration,
         worst_values=getattr(worst, "worst_values", None),
         worst_absdiff=getattr(worst, "worst_absdiff", None),
         worst_reldiff=getattr(worst, "worst_reldiff", None),
         nan_counts=getattr(worst, "nan_counts", None),
     )
-    row.abs_value = _stat_values(worst, threshold.check_error_stat)[0]
-    row.rel_value = _stat_values(rel_worst, threshold.check_error_stat)[1]
-    if averaged is not None:
+    row.abs_value = _stat_values(worst, stat)[0]
+    row.rel_value = _stat_values(rel_worst, stat)[1]
+    if averaged is not None and not exact:
         row.averaged = True
         row.passed = bool(averaged)
         row.abs_value, row.rel_value = _stat_values(averaged, threshold.check_error_stat)

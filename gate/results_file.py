@@ -8,7 +8,8 @@ Schema ``accuracy-gate-report`` version 1 (documented in README.md, "Results fil
      "message": str, "model": str, "title": str, "iterations": int, "duration_s": float,
      "commit": str | null, "comment_key": str | null,
      "failed_outputs": [str], "failed_total": int, "rows_total": int, "rows_truncated": bool,
-     "rows": [{"pair": [str, str], "output": str, "passed": bool, "stat": str | null,
+     "rows": [{"pair": [str, str], "output": str, "passed": bool,
+               "stat": str | null,  # "exact" for an output compared exactly (older files: its configured stat)
                "atol": num | null, "rtol": num | null, "abs_value": num | null, "rel_value": num | null,
                "iterations": int, "failed_iterations": int, "worst_iteration": int | null,
                "worst_index": [int] | null, "mismatch_count": int | null, "num_elements": int | null,
@@ -19,7 +20,8 @@ Schema ``accuracy-gate-report`` version 1 (documented in README.md, "Results fil
                "within_tolerance": bool | null, "regressed": bool | null, "known_failure": bool,
                "regression": str | null}],
      "facts": {str: str},
-     # only when set: "scope": str (shard / merge), "baseline": str, "fail_on": "regression"}
+     # only when set: "scope": str (shard / merge), "baseline": str, "fail_on": "regression",
+     # "nothing_compared": true (accuracy-gate run with one runner: "passed" is then false, exit 0)}
 
 JSON has no NaN or infinity, so a non-finite ``num`` is the string ``"NaN"``, ``"Infinity"`` or
 ``"-Infinity"``. Unknown keys are ignored when reading (later versions 1.x may add some); another
@@ -130,7 +132,7 @@ def report_document(result: GateResult, commit: str | None = None, comment_key: 
         "schema": SCHEMA,
         "version": VERSION,
         "status": result.status,
-        "passed": result.status == PASSED,
+        "passed": result.status == PASSED and not result.nothing_compared,  # nothing compared: not passed
         "regressed": result.status == REGRESSED,
         "message": result.message,
         "model": result.model,
@@ -146,6 +148,7 @@ def report_document(result: GateResult, commit: str | None = None, comment_key: 
         "rows": [_row(row) for row in result.rows],
         "facts": {str(k): str(v) for k, v in result.facts.items()},
         **{key: value for key, value in _scope(result).items() if value},
+        **({"nothing_compared": True} if result.nothing_compared else {}),
     }
 
 
@@ -314,6 +317,10 @@ class _Reader:
             exact=data.get("exact") is True,
             rel_iteration=self.integer(data, "rel_iteration", f"{where}.rel_iteration", optional=True),
         )
+        if row.exact and row.stat != "exact":
+            # A file written before "stat": "exact" (then the configured statistic, with "exact": true): the same
+            # row as a new file's, so that it serves as a baseline of the same gate.
+            row.stat, row.averaged = "exact", False
         try:
             for key, value in element_from_json(data.get("worst_element"), MAX_ROW_ERROR).items():
                 setattr(row, key, value)

@@ -77,8 +77,8 @@ class OutputsWriter:
 def inference_result(cfg, runner: str, outputs, writer: OutputsWriter) -> GateResult:
     """What one runner ran, with nothing to compare it with (``polygraphy run model.onnx --onnxrt``
     runs and passes): ``outputs`` is its recorded tensor set, one iteration per stored or synthetic
-    input. The result passes with no rows; its message says that nothing was compared, and its JUnit
-    file holds a skipped test case (never a green comparison).
+    input. The result passes with no rows (``GateResult.nothing_compared``, exit 0): every report says
+    ``RAN``, never passed; its JUnit file holds a skipped test case.
 
     Raises:
         GateError: with ``cfg.validate``, an output holding NaN or Inf (as ``--validate``).
@@ -97,8 +97,8 @@ def inference_result(cfg, runner: str, outputs, writer: OutputsWriter) -> GateRe
         model=cfg.model.name,
         status=PASSED,
         message=(
-            f"{runner} ran {plural(count, 'iteration')} (outputs: {summary}); nothing was compared: give "
-            "--load-outputs GOLDEN or a second runner (e.g. --onnxrt --onnxrt) to compare"
+            f"{runner}, {plural(count, 'iteration')} (outputs: {summary}); nothing compared (one runner, no "
+            "--load-outputs): give --load-outputs GOLDEN or a second runner (e.g. --onnxrt --onnxrt) to compare"
         ),
         iterations=count,
     )

@@ -26,7 +26,7 @@ import numpy as np
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.postprocess import top_k_indices
 from gate.errors import GateError
-from gate.results import OutputVerdict
+from gate.results import OutputVerdict, fmt_threshold
 
 
 @dataclass
@@ -130,13 +130,13 @@ def task_passed(value: float, reference: float, settings, output: str) -> tuple[
     checks = []
     low = value_or_from_dict(setting(settings, "task_min"), output, None)
     if low is not None:
-        checks.append((value >= low, f"min {low:g}"))
+        checks.append((value >= low, f"min {fmt_threshold(low)}"))
     ratio = value_or_from_dict(setting(settings, "task_min_relative"), output, None)
     if ratio is not None:
-        checks.append((value >= ratio * reference, f"min_relative {ratio:g} (>= {ratio * reference:.4g})"))
+        checks.append((value >= ratio * reference, f"min_relative {fmt_threshold(ratio)} (>= {ratio * reference:.4g})"))
     drop = value_or_from_dict(setting(settings, "task_max_drop"), output, None)
     if drop is not None:
-        checks.append((100 * (reference - value) <= drop + 1e-9, f"max_drop {drop:g} points"))
+        checks.append((100 * (reference - value) <= drop + 1e-9, f"max_drop {fmt_threshold(drop)} points"))
     return all(ok for ok, _ in checks), ", ".join(text for _, text in checks) or "none"
 
 

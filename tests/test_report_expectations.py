@@ -94,6 +94,20 @@ CASES = {
     ),
     "baseline_regression": _baseline_case,
     "many_outputs_truncated": lambda: result([row(f"output_{i:02d}", i % 2 == 0) for i in range(30)]),
+    "exact_failure": lambda: result(
+        [
+            row("token_ids", False, stat="exact", exact=True, atol=0.0, rtol=0.0, abs_value=5.0, rel_value=0.83333,
+                worst_index=(0, 1), mismatch_count=2, zero_reference_count=1, dtypes=("int64", "int64"),
+                worst_values=(1, 6), worst_absdiff=5.0, worst_reldiff=0.83333),
+            row("embedding", True, func="cosine", stat="cosine", abs_value=0.99999994, threshold=0.9999999,
+                atol=None, rtol=None, rel_value=None),
+        ]
+    ),  # fmt: skip
+    "nothing_compared": lambda: GateResult(
+        "model.onnx", "passed", "onnxrt, 1 iteration (outputs: y float32 [1,4]); nothing compared (one runner, no "
+        "--load-outputs): give --load-outputs GOLDEN or a second runner (e.g. --onnxrt --onnxrt) to compare",
+        iterations=1,
+    ),
     "hostile_names": lambda: result(
         [row("::error::forged | `x` <b>", False), row("line\n::add-mask::y", True), row("a_b*c", False)]
     ),

@@ -5,7 +5,12 @@ the smallest to the largest value).
 
 ``DetailsOnFailure`` wraps a compare function: for each output that fails an iteration it computes
 these statistics from the two arrays (``kernels.reference_diffs``: the comparator's own absdiff and
-reldiff), so a passing run costs nothing extra."""
+reldiff), so a passing run costs nothing extra.
+
+An output compared exactly (integers, bools and strings without a tolerance, ``gate.dtype_rules``)
+has no tolerance to advise on and no meaningful relative error: its details are the differing
+elements (how many, the largest difference with both values) and, for integers, the statistics and
+histogram of the absolute difference over the differing elements only."""
 
 from __future__ import annotations
 
@@ -32,22 +37,65 @@ def _stats(values: np.ndarray) -> dict:
 
 
 def histogram(values: np.ndarray, bins: int = BINS) -> list[tuple[float, float, int]]:
-    """``(low, high, count)`` per bin over the finite values, ``bins`` equal bins from min to max."""
+    """``(low, high, count)`` per bin over the finite values, ``bins`` equal bins from min to max; one
+    bin ``(value, value, count)`` when every finite value is the same (Polygraphy's ``np.histogram``
+    would spread them over [value - 0.5, value + 0.5])."""
     finite = values[np.isfinite(values)].astype(np.float64, copy=False)
     if finite.size == 0:
         return []
     low, high = float(finite.min()), float(finite.max())
-    counts, edges = np.histogram(finite, bins=bins, range=(low, high if high > low else low + 1))
+    if not high > low:
+        return [(low, low, int(finite.size))]
+    counts, edges = np.histogram(finite, bins=bins, range=(low, high))
     return [(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(len(counts))]
 
 
-def error_details(a, b, infinities_compare_equal=True, nans_compare_equal=False) -> dict | None:
+def _scalar(value):
+    item = np.asarray(value).item()
+    return item.decode("utf-8", "backslashreplace") if isinstance(item, bytes) else item
+
+
+def exact_details(a, b) -> dict | None:
+    """``{"exact": True, "elements": n, "differing": k, "largest": (index, value_a, value_b, absdiff) | None,
+    "abs": stats | None, "histogram": [...]}`` of an output compared exactly (same shape): ``largest``
+    is the element with the largest absolute difference (the first differing one for bools and text,
+    ``absdiff`` None there); ``abs`` and ``histogram`` cover the differing integer elements only (None
+    and [] for bools and text). None where the shapes differ or nothing differs."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.size == 0:
+        return None
+    differs = np.not_equal(a, b).reshape(-1)
+    count = int(np.count_nonzero(differs))
+    if count == 0:
+        return None
+    found = {"exact": True, "elements": a.size, "differing": count, "abs": None, "histogram": []}
+    numeric = a.dtype.kind in "iu" or b.dtype.kind in "iu"
+    flat = int(np.argmax(differs))
+    absdiff = None
+    if numeric and a.dtype.kind not in "OSUb" and b.dtype.kind not in "OSUb":
+        with np.errstate(invalid="ignore", over="ignore"):
+            diffs = np.asarray(reference_diffs(a, b)[0], dtype=np.float64).reshape(-1)
+        flat = int(np.argmax(np.where(differs, diffs, -1.0)))
+        absdiff = float(diffs[flat])
+        differences = diffs[differs]
+        spread = float(differences.max() - differences.min())  # whole numbers: bins of whole width
+        bins = BINS if not spread < BINS else max(1, int(spread))
+        found["abs"], found["histogram"] = _stats(differences), histogram(differences, bins)
+    index = tuple(int(i) for i in np.unravel_index(flat, a.shape))
+    found["largest"] = (index, _scalar(a.reshape(-1)[flat]), _scalar(b.reshape(-1)[flat]), absdiff)
+    return found
+
+
+def error_details(a, b, infinities_compare_equal=True, nans_compare_equal=False, exact=False) -> dict | None:
     """``{"abs": stats, "rel": stats, "histogram": [(low, high, count), ...], "elements": n}`` of
     output ``a`` against reference ``b`` (same shape), or None where they cannot be compared
-    element by element (shapes differ, strings).
+    element by element (shapes differ, strings). With ``exact`` (the output is compared exactly),
+    :func:`exact_details`.
 
     stats: ``mean``, ``median``, ``max``, ``std`` (over the finite errors; ``max`` over all) and
     ``non_finite`` (how many errors are NaN or Inf)."""
+    if exact:
+        return exact_details(a, b)
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype.kind in "OSU" or b.dtype.kind in "OSU" or a.size == 0:
         return None
@@ -80,7 +128,8 @@ class DetailsOnFailure:
             name0 = getattr(result, "output0_name", None) or name
             name1 = getattr(result, "output1_name", None) or name
             if name0 in result0 and name1 in result1:
-                found = error_details(result0[name0], result1[name1], *self.flags)
+                exact = bool(getattr(getattr(result, "thresholds", None), "exact", False))
+                found = error_details(result0[name0], result1[name1], *self.flags, exact=exact)
                 if found is not None:
                     self.details[(*pair, name, position)] = found
         return results
@@ -95,4 +144,4 @@ class DetailsOnFailure:
                     row.details = found
 
 
-__all__ = ["DetailsOnFailure", "error_details", "histogram"]
+__all__ = ["DetailsOnFailure", "error_details", "exact_details", "histogram"]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gate.errors import GateError
+from gate.paths import relative_paths, workspace_roots
 
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub's per-step job-summary limit in bytes; above it the upload is aborted."""
@@ -146,6 +147,8 @@ def workflow_command(cmd: str, message: object = "", **props: object) -> str:
 
 
 def _annotate(cmd: str, message: object, title: str | None, file: str | None, line: int | None) -> None:
+    # Paths in an annotation read relative to the workspace, as in the job summary (gate.paths).
+    message = relative_paths(message, workspace_roots()) if isinstance(message, str) else message
     print(workflow_command(cmd, message, file=file, line=line, title=title), flush=True)
 
 

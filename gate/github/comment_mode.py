@@ -19,7 +19,7 @@ from gate.github.publish import (
     workflow_run_url,
     write_summary,
 )
-from gate.github.workspace import workspace_relative
+from gate.paths import workspace_relative
 from gate.results import PASSED, REGRESSED
 
 MAX_REPORT_FILES = 50
@@ -127,7 +127,7 @@ def comment_mode(environ, settings, errors: list[GateError], verbose: bool) -> i
     one = documents[0] if len(documents) == 1 else None
     actions.set_outputs(
         {
-            "passed": all(r.status == PASSED for r in results),
+            "passed": all(r.status == PASSED and not r.nothing_compared for r in results),
             "regressed": any(r.status == REGRESSED for r in results),
             "failed_outputs": json_list([name for r in results for name in r.failed_outputs]),
             "junit_path": "",
@@ -139,7 +139,7 @@ def comment_mode(environ, settings, errors: list[GateError], verbose: bool) -> i
     if failures:
         return fail(f"{failures} of {len(comments)} comments could not be written.")
     where = f"pull request #{ref.number}" if ref else "no pull request"
-    verdicts = ", ".join(sorted({r.status for r in results}))
+    verdicts = ", ".join(sorted({"ran, nothing compared" if r.nothing_compared else r.status for r in results}))
     actions.notice(
         f"comment mode: {len(reports)} results file(s) for {where} (reported: {verdicts}).", title="accuracy-gate"
     )

@@ -9,7 +9,7 @@ import re
 
 from gate.errors import GateError
 from gate.github import actions
-from gate.github.workspace import workspace_relative
+from gate.paths import relative_paths, workspace_relative, workspace_roots
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
 
 OUTPUT_JSON_LIMIT = 64 * 1024
@@ -46,15 +46,20 @@ def json_list(names: list[str], limit: int = OUTPUT_JSON_LIMIT) -> str:
     return text
 
 
-def annotate_outputs(result: GateResult) -> None:
+def annotate_outputs(result: GateResult, environ=None) -> None:
     """One ``::error`` per output that failed or could not be compared, and one ``::warning`` per
     output that passed with a caveat (it passes on average only, or its dtype differs from the golden
     one); at most :data:`ANNOTATION_LIMIT` lines of each kind per step counting the final verdict
     line, so the Actions UI (10 of each per step) drops none: past that, one line says how many more.
+    Paths in the messages are workspace-relative (``gate.paths.relative_paths``; ``environ`` gives
+    ``GITHUB_WORKSPACE``, default ``os.environ``), as in the job summary.
     """
-    failed = [(f"accuracy-gate: {row.output}", row.message()) for row in result.rows if not row.passed]
+    roots = workspace_roots(environ)
+    failed = [
+        (f"accuracy-gate: {row.output}", relative_paths(row.message(), roots)) for row in result.rows if not row.passed
+    ]
     caveats = [
-        (f"accuracy-gate: {row.output}", row.message())
+        (f"accuracy-gate: {row.output}", relative_paths(row.message(), roots))
         for row in result.rows
         if row.passed and ((row.averaged and row.failed_iterations) or row.dtypes_differ)
     ]
@@ -70,10 +75,12 @@ def annotate_outputs(result: GateResult) -> None:
     )
 
 
-def final_line(result: GateResult) -> None:
+def final_line(result: GateResult, environ=None) -> None:
+    """The verdict annotation, its paths workspace-relative as the job summary's (``annotate_outputs``)."""
     final = {PASSED: actions.notice, REGRESSED: actions.error, ERROR: actions.error}[result.status]
     label = {PASSED: "passed", REGRESSED: "accuracy regressed", ERROR: "could not evaluate"}[result.status]
-    final(f"{label}: {result.message}", title="accuracy-gate")
+    label = "ran, nothing compared" if result.nothing_compared else label
+    final(f"{label}: {relative_paths(result.message, workspace_roots(environ))}", title="accuracy-gate")
 
 
 def comment_outcome(outcome: dict, number: int) -> str:

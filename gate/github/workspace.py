@@ -12,14 +12,6 @@ def _workspace(environ) -> str:
     return os.path.abspath(environ.get("GITHUB_WORKSPACE") or os.getcwd())
 
 
-def workspace_relative(path, environ=None) -> str:
-    """A path the workflow's later steps can use: relative to the workspace (the container's working
-    directory, mounted from the host) when it lies inside it."""
-    path = os.path.abspath(path)
-    root = _workspace(environ or {})
-    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
-
-
 def chown_to_workspace_owner(path, environ) -> None:
     """Gives a file we wrote to the workspace's owner: the container runs as root, and root-owned files
     break the next ``actions/checkout`` on persistent self-hosted runners (actions/runner#434)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gate.results import OutputVerdict, fmt
+from gate.results import OutputVerdict, fmt, fmt_threshold
 
 MAX_BINS = 10
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -72,7 +72,7 @@ def _counts(values: list[float], low: float, width: float, bins: int) -> list[in
 def stat_name(row: OutputVerdict) -> str:
     """The statistic charted (elemwise is judged by its max); a name from a file that is not one of
     ours reads as "checked", so that it cannot reach the Mermaid block."""
-    if row.stat == "elemwise":
+    if row.stat == "elemwise" or row.exact:  # an exact output is judged by its max difference
         return "max"
     return row.stat if row.stat in ("max", "mean", "median", "quantile") else "checked"
 
@@ -139,9 +139,9 @@ def mermaid(hist: Histogram, atol: float | None = None) -> list[str]:
     marked = [k for k in range(1, len(hist.above)) if hist.above[k] and not hist.above[k - 1]]
     if marked:  # the edge that is atol reads "atol" (a longer label would collide with its neighbours)
         labels[marked[0] - 1] = "atol"
-        title += f", atol {fmt(atol)}"
+        title += f", atol {fmt_threshold(atol)}"
     elif atol is not None:
-        title += f", atol {fmt(atol)} {'above' if not any(hist.above) else 'below'} every bin"
+        title += f", atol {fmt_threshold(atol)} {'above' if not any(hist.above) else 'below'} every bin"
     lines = [
         "```mermaid",
         f'%%{{init: {{"themeVariables": {{"xyChart": {{"plotColorPalette": "{", ".join(COLOURS)}"}}}}}}}}%%',
@@ -165,7 +165,7 @@ def caption(row: OutputVerdict, with_baseline: bool) -> str:
     """What the Mermaid chart shows, in words (the output's name is added by the caller, escaped)."""
     stat = stat_name(row)
     text = f"{stat} abs error per iteration ({len([v for v in row.values or [] if v is not None])} iterations)"
-    text += f", atol {fmt(row.atol)}"
+    text += f", atol {fmt_threshold(row.atol)}"
     if with_baseline:
         text += "; bars: this run, line: baseline"
     return text

@@ -2,11 +2,13 @@
 least what ``polygraphy run`` prints for each compared output: the minimum tolerance that would
 pass, the worst element with both values, the mismatch count and share, and for a failed output
 the mean / median / max / std of the absolute and relative error with a compact histogram of the
-absolute error (``OutputVerdict.details``, from ``gate.comparator.details``)."""
+absolute error (``OutputVerdict.details``, from ``gate.comparator.details``). An output compared
+exactly (``row.exact``) shows what means something there: how many elements differ and their share,
+the largest difference with both values, and for integers the differences' statistics."""
 
 from __future__ import annotations
 
-from gate.results import GateResult, OutputVerdict, fmt
+from gate.results import GateResult, OutputVerdict, fmt, fmt_value
 
 BAR = 30  # the histogram's widest bar, in characters
 
@@ -19,9 +21,12 @@ def _stats_line(label: str, stats: dict) -> str:
     return text
 
 
-def _histogram(bins) -> list[str]:
+def _histogram(bins, title: str = "abs error histogram", noun: str = "abs errors") -> list[str]:
+    if len(bins) == 1 and bins[0][0] == bins[0][1]:  # every value the same: no chart to draw
+        low, _, count = bins[0]
+        return [f"    {title}: all {count} {noun} equal {fmt(low)}"]
     top = max((count for _, _, count in bins), default=0) or 1
-    lines = ["    abs error histogram:"]
+    lines = [f"    {title}:"]
     for low, high, count in bins:
         lines.append(f"      [{fmt(low):>10}, {fmt(high):>10}] {count:>9} {'#' * round(BAR * count / top)}")
     return lines
@@ -36,11 +41,35 @@ def minimum_tolerance(row: OutputVerdict) -> str:
     )
 
 
+def _exact_lines(row: OutputVerdict) -> list[str]:
+    """An exactly compared output: no tolerance applies, so the differing elements only."""
+    if row.passed or not row.mismatch_count or not row.num_elements:
+        return []
+    share = 100.0 * row.mismatch_count / row.num_elements
+    where = "" if row.worst_iteration is None else f" in iteration {row.worst_iteration}"
+    lines = [f"    differing elements: {row.mismatch_count} of {row.num_elements} ({share:.3g}%){where}"]
+    found = row.details if row.details and row.details.get("exact") else None
+    if found and found.get("largest"):
+        index, value0, value1, absdiff = found["largest"]
+        label = "largest difference" if absdiff is not None else "first differing element"
+        size = f"{fmt(absdiff)} at " if absdiff is not None else ""
+        lines.append(
+            f"    {label}: {size}element {list(index)} ({row.pair[0]} {fmt_value(value0)} vs {row.pair[1]} "
+            f"{fmt_value(value1)})"
+        )
+    if found and found.get("abs"):
+        lines.append(_stats_line("abs difference of the differing elements", found["abs"]))
+        lines += _histogram(found["histogram"], "abs difference histogram (differing elements)", "differences")
+    return lines
+
+
 def render_row(row: OutputVerdict) -> list[str]:
     """One output's block: its verdict line (the worst element with both values, where it failed),
     then what is known of it."""
     lines = [f"{row.output} ({row.pair[0]} vs {row.pair[1]}): {row.message()}"]
-    if row.error or row.abs_value is None:
+    if row.exact and not row.error:
+        return lines + _exact_lines(row)
+    if row.error or row.abs_value is None or row.func != "simple":  # a compare function has no atol/rtol
         return lines
     lines.append(minimum_tolerance(row))
     if row.mismatch_count is not None and row.num_elements:

@@ -12,7 +12,6 @@ testcase for a run that stopped part-way (or never started comparing) gets the r
 
 from __future__ import annotations
 
-import os
 import re
 import xml.dom.minidom
 import xml.etree.ElementTree as ET
@@ -20,9 +19,9 @@ from pathlib import Path
 
 from junit_xml import TestCase, TestSuite
 
-from gate.paths import write_atomic
+from gate.paths import workspace_relative, write_atomic
 from gate.report.escape import unique_names, visible
-from gate.results import GateResult, OutputVerdict, fmt, fmt_delta
+from gate.results import GateResult, OutputVerdict, fmt, fmt_delta, fmt_func_value, fmt_threshold
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -69,12 +68,12 @@ def build_suites(result: GateResult) -> list[TestSuite]:
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=row.time_s or 0.0,
             stdout=_clean(
-                f"stat={'exact' if row.exact else row.stat} atol={fmt(row.atol)} rtol={fmt(row.rtol)} "
-                f"abs={fmt(row.abs_value)} "
+                f"stat={row.stat} atol={fmt_threshold(row.atol)} rtol={fmt_threshold(row.rtol)} "
+                f"abs={fmt_func_value(row.func, row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)
-                + ("" if row.func == "simple" else f" func={row.func} value={fmt(row.abs_value)}")
-                + ("" if row.threshold is None else f" bound={fmt(row.threshold)}")
+                + ("" if row.func == "simple" else f" func={row.func} value={fmt_func_value(row.func, row.abs_value)}")
+                + ("" if row.threshold is None else f" bound={fmt_threshold(row.threshold)}")
                 + (f" allowed_failed_iterations={row.allowed_failures}" if row.allowed_failures else "")
                 + ("" if row.verdict else " verdict=false")
             ),
@@ -117,22 +116,6 @@ def _times(result: GateResult, suites: dict) -> None:
 def seconds(value: float | None) -> str:
     """A JUnit time: seconds rounded to milliseconds, ``0.265``."""
     return f"{max(0.0, value or 0.0):.3f}"
-
-
-def workspace_relative(path: str, environ=None) -> str:
-    """``path`` relative to ``$GITHUB_WORKSPACE`` (else the working directory) when it lies inside,
-    with forward slashes; else as given. Annotations and links need the repository-relative path."""
-    if not path:
-        return ""
-    environ = os.environ if environ is None else environ
-    absolute = Path(path).absolute()
-    for base in (environ.get("GITHUB_WORKSPACE"), os.getcwd()):
-        if base:
-            try:
-                return absolute.relative_to(Path(base).absolute()).as_posix()
-            except ValueError:
-                continue
-    return Path(path).as_posix()
 
 
 def _document(result: GateResult, suites: list[TestSuite], environ=None) -> ET.Element:

@@ -9,15 +9,15 @@ report read from an untrusted results file renders as text and cannot ping peopl
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from gate.paths import relative_paths
 from gate.report.chart import ATOL_MARK, blocks, caption, histogram, mermaid
 from gate.report.escape import unlinked, visible
 from gate.report.text import rows_of, scope_line
-from gate.results import PASSED, REGRESSED, GateResult, fmt, fmt_delta, plural
+from gate.results import PASSED, REGRESSED, GateResult, fmt, fmt_delta, fmt_threshold, plural
 from gate.results_file import largest_fitting
 
 MAX_CHARTS = 6
@@ -77,16 +77,6 @@ def md_number(text: str) -> str:
     return text.replace("-", MINUS) if _NUMBER.fullmatch(text) else md_text(text)
 
 
-def relative_paths(text: str, roots=None) -> str:
-    """``text`` with the workspace's (``GITHUB_WORKSPACE``) and the working directory's absolute
-    prefixes removed, so that paths in messages read as they do in the repository."""
-    if roots is None:
-        roots = [os.environ.get("GITHUB_WORKSPACE"), os.getcwd()]
-    for root in sorted({r.rstrip("/") for r in roots if r and r.rstrip("/")}, key=len, reverse=True):
-        text = text.replace(root + "/", "")
-    return text
-
-
 def _url(url: str) -> str:
     """A link target with spaces, parentheses, angle brackets and quotes percent-encoded."""
     return quote(_plain(url), safe=":/?&=#%~.-_+@,;!*'$")
@@ -140,7 +130,7 @@ def _table(headers, cells: list[list[str]], numeric_from: int) -> tuple[list[str
 
 
 def _parts(result: GateResult, run_url: str | None, commit: str | None, roots=None) -> _Parts:
-    icon = _ICONS.get(result.status, "⚠️")
+    icon = "ℹ️" if result.nothing_compared else _ICONS.get(result.status, "⚠️")
     title = md_text(result.title or f"Accuracy gate: {result.model}")
     message = relative_paths(result.message, roots)
     counted = plural(result.iterations, "iteration")
@@ -172,7 +162,7 @@ def _parts(result: GateResult, run_url: str | None, commit: str | None, roots=No
     charts, charts_head, charts_note = _charts(result)
     return _Parts(
         head=[f"## {icon} {title}", ""],
-        message=f"**{_LABELS[result.status]}**: {md_text(message)}",
+        message=f"**{'ran' if result.nothing_compared else _LABELS[result.status]}**: {md_text(message)}",
         where=" · ".join(where),
         table_header=table_header,
         rows=rows,
@@ -212,7 +202,7 @@ def _charts(result: GateResult) -> tuple[list[list[str]], list[str], str]:
         cells = [name, f"`{blocks(hist, hist.counts)}`"]
         if with_baseline:
             cells.append(f"`{blocks(hist, hist.baseline)}`" if hist.baseline else "-")
-        cells += [md_number(fmt(hist.edges[0])), md_number(fmt(hist.edges[-1])), md_number(fmt(row.atol))]
+        cells += [md_number(fmt(hist.edges[0])), md_number(fmt(hist.edges[-1])), md_number(fmt_threshold(row.atol))]
         words = md_text(caption(row, bool(hist.baseline)))
         pair = md_text(" vs ".join(row.pair))
         blocks_.append(

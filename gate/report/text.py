@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from gate.report.escape import visible
-from gate.results import GateResult, fmt, fmt_delta, plural
+from gate.results import GateResult, fmt, fmt_delta, fmt_func_value, fmt_threshold, plural
 
 MIN_FUNCS = ("cosine", "psnr", "snr")
 
 
 def fmt_metric(row) -> str:
     """A metric's value; cosine similarities with 9 digits (0.99999 and 1 differ)."""
-    return f"{row.abs_value:.9g}" if row.func == "cosine" and row.abs_value is not None else fmt(row.abs_value)
+    return fmt_func_value(row.func, row.abs_value)
 
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
+RAN = "RAN"
+"""The verdict word of a run that compared nothing (one runner, no --load-outputs; exit 0): not PASSED."""
+
+
+def verdict_word(result: GateResult) -> str:
+    return RAN if result.nothing_compared else VERDICTS[result.status]
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
 BASELINE_HEADERS = ("Δ abs", "Δ rel")
 """With a baseline: this run's abs / rel error minus the baseline's (``new`` for an output it lacks)."""
@@ -49,14 +55,14 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
         if row.error:
             cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
-            stat = "exact" if row.exact else row.stat
+            stat = row.stat
             stat = f"{stat} (avg)" if row.averaged and row.func != "task" else stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             if row.allowed_failures and not row.averaged:
                 failed += f" (allowed {row.allowed_failures})"
             if row.func != "simple":
                 side = "min " if row.func in MIN_FUNCS else "max "
-                bound = "-" if row.func == "indices" else side + fmt(row.threshold)
+                bound = "-" if row.func == "indices" else side + fmt_threshold(row.threshold)
                 value = f"{fmt(100 * row.abs_value)}% agree" if row.func == "indices" else fmt_metric(row)
                 if row.func == "task":
                     delta = 100 * (row.abs_value - row.reference)
@@ -70,9 +76,9 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
                 visible(row.output),  # a line break or zero-width character shows, escaped
                 stat,
                 fmt(row.abs_value),
-                "-" if row.exact else fmt(row.atol),
+                "-" if row.exact else fmt_threshold(row.atol),
                 fmt(row.rel_value),
-                "-" if row.exact else fmt(row.rtol),
+                "-" if row.exact else fmt_threshold(row.rtol),
                 failed,
                 _verdict_cell(row),
             )
@@ -119,7 +125,7 @@ def render_text(result: GateResult, details: bool = False) -> str:
 
         lines += render_details(result)
     return "\n".join(
-        [*header_lines, *lines, *runtime_lines(result), "", f"{VERDICTS[result.status]}: {result.message}"]
+        [*header_lines, *lines, *runtime_lines(result), "", f"{verdict_word(result)}: {result.message}"]
     )
 
 
