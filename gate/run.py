@@ -165,10 +165,12 @@ def run_config(options, overrides) -> GateConfig:
     def given(key, default):
         return default if overrides.get(key) is None else overrides[key]
 
+    from gate.backend.providers import check_provider_options
     from gate.compare_funcs import check_compare_settings, check_error_quantile
     from gate.compare_options import COMPARE_FUNC_OPTIONS
     from gate.config import trt_build_settings
 
+    providers = given("execution_providers", ["CPUExecutionProvider"])
     compare = {name: overrides[name] for name, *_ in COMPARE_FUNC_OPTIONS if overrides.get(name) is not None}
     check_compare_settings(compare, lambda key, output="": dict((r[0], r[1]) for r in COMPARE_FUNC_OPTIONS)[key])
     check_error_quantile(overrides.get("error_quantile"), lambda output: "--error-quantile")
@@ -181,9 +183,9 @@ def run_config(options, overrides) -> GateConfig:
         inputs=Path.cwd(),
         golden=Path.cwd(),
         runners=list(options.runners),
-        execution_providers=given("execution_providers", ["CPUExecutionProvider"]),
+        execution_providers=providers,
         graph_optimization_level=given("graph_optimization_level", "all"),
-        provider_options=given("provider_options", {}),
+        provider_options=check_provider_options(given("provider_options", {}), providers, "--provider-options"),
         atol=given("atol", 1e-5),
         rtol=given("rtol", 1e-5),
         check_error_stat=given("check_error_stat", "elemwise"),
