@@ -163,7 +163,9 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
-    if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
+    # A golden file (Polygraphy JSON) beside model-zoo inputs has no output_<K>.pb to look for.
+    zoo_without_outputs = inputs.layout == MODEL_ZOO and cfg.golden.is_dir() and not _existing_golden(cfg.golden)
+    if not cfg.golden.exists() or zoo_without_outputs:
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
     golden = _open(cfg.golden, "output", output_names, labels, types)
     if len(golden) != len(inputs):
