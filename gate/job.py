@@ -115,8 +115,8 @@ def _where(inputs, golden, index) -> str:
     return where
 
 
-def _open(path, kind, names, labels, types=None):
-    stored = open_tensor_set(path, kind, names, types=types)
+def _open(path, kind, names, labels, types=None, runner=None):
+    stored = open_tensor_set(path, kind, names, runner, types)
     label = (labels or {}).get(kind)
     return Labelled(stored, label) if label else stored
 
@@ -167,7 +167,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     zoo_without_outputs = inputs.layout == MODEL_ZOO and cfg.golden.is_dir() and not _existing_golden(cfg.golden)
     if not cfg.golden.exists() or zoo_without_outputs:
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
-    golden = _open(cfg.golden, "output", output_names, labels, types)
+    golden = _open(cfg.golden, "output", output_names, labels, types, cfg.golden_runner)
     if len(golden) != len(inputs):
         hint = (
             "every input needs its golden outputs ('accuracy-gate record --force' records them all anew)"

@@ -171,6 +171,8 @@ def run_config(options, overrides) -> GateConfig:
     from gate.config import trt_build_settings
 
     providers = given("execution_providers", ["CPUExecutionProvider"])
+    if overrides.get("golden_runner") is not None and options.load_outputs is None:
+        raise GateError("--golden-runner picks the runner of a --load-outputs file that holds several; give one.")
     compare = {name: overrides[name] for name, *_ in COMPARE_FUNC_OPTIONS if overrides.get(name) is not None}
     check_compare_settings(compare, lambda key, output="": dict((r[0], r[1]) for r in COMPARE_FUNC_OPTIONS)[key])
     check_error_quantile(overrides.get("error_quantile"), lambda output: "--error-quantile")
@@ -183,6 +185,7 @@ def run_config(options, overrides) -> GateConfig:
         inputs=Path.cwd(),
         golden=Path.cwd(),
         runners=list(options.runners),
+        golden_runner=overrides.get("golden_runner"),
         execution_providers=providers,
         graph_optimization_level=given("graph_optimization_level", "all"),
         provider_options=check_provider_options(given("provider_options", {}), providers, "--provider-options"),
@@ -240,7 +243,7 @@ def run(
         labels = {}  # what lives in the scratch folder is named as the user knows it, not by its files
         if load_outputs is not None:
             golden = Path(load_outputs).resolve()
-            count = len(open_tensor_set(golden, "output", output_names))
+            count = len(open_tensor_set(golden, "output", output_names, cfg.golden_runner))
             if iterations is not None and iterations != count:
                 raise GateError(
                     f"{golden}: holds {count} golden iterations but --iterations asks for {iterations} (D6: counts "

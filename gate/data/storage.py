@@ -230,12 +230,23 @@ def open_tensor_set(
     """Opens stored inputs (``kind="input"``) or golden outputs (``kind="output"``); see
     ``TensorSet``. A ``.json`` file or a directory of ``*.json`` files is Polygraphy's JSON
     (``gate.data.polygraphy_json.PolygraphyJsonSet``, same interface); ``runner`` picks the golden
-    runner there when the saved RunResults holds several, and is ignored by the other layouts;
-    ``types`` (the model's ``onnx.TypeProto`` by name) only matters to the model-zoo layout."""
-    if detect_layout(directory) == POLYGRAPHY_JSON:
+    runner there when the saved RunResults holds several (the ``golden_runner`` setting);
+    ``types`` (the model's ``onnx.TypeProto`` by name) only matters to the model-zoo layout.
+
+    Raises:
+        GateError: (besides the readers' errors) ``runner`` given for another layout, where it would
+            have no effect.
+    """
+    layout = detect_layout(directory)
+    if layout == POLYGRAPHY_JSON:
         from gate.data.polygraphy_json import PolygraphyJsonSet
 
         return PolygraphyJsonSet(directory, kind, names, runner)
+    if runner is not None:
+        raise GateError(
+            f"{directory}: golden_runner '{runner}' picks a runner of Polygraphy JSON golden outputs, but these "
+            f"are in the {layout} layout, which holds one runner's outputs; leave golden_runner out."
+        )
     return TensorSet(directory, kind, names, types)
 
 
