@@ -24,7 +24,12 @@ EXIT_ERROR = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the project's one-line errors (exit 2) instead of the whole usage text."""
+    """argparse with the project's one-line errors (exit 2) instead of the whole usage text, and
+    without prefix matching (``--at`` would be ``--atol``; a later flag could make it ambiguous)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         command = self.prog.removeprefix("accuracy-gate").strip()
@@ -35,11 +40,25 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown flag is the subcommand's error, pointing at its own help."""
+        argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
+        first = argv[0].split("=", 1)[0] if argv else ""
+        if first.startswith("--") and first not in self._option_string_actions:  # before the subcommand
+            self.error(f"unrecognized arguments: {argv[0]}{self.abbreviation_hint(argv[:1])}")
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             sub = self.commands.get(getattr(parsed, "command", None), self)
-            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+            sub.error(f"unrecognized arguments: {' '.join(extra)}{sub.abbreviation_hint(extra)}")
         return parsed
+
+    def abbreviation_hint(self, extra) -> str:
+        """`` (flags are not abbreviated: --atol?)`` where an unknown ``--flag`` starts a known one."""
+        for arg in extra:
+            name = arg.split("=", 1)[0]
+            if name.startswith("--"):
+                whole = sorted(flag for flag in self._option_string_actions if flag.startswith(name) and flag != name)
+                if whole:
+                    return f"; flags are not abbreviated: {name} for {' or '.join(whole)}?"
+        return ""
 
 
 HELP = {

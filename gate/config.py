@@ -70,6 +70,7 @@ class GateConfig:
     golden: Path
     runners: list[str] = field(default_factory=lambda: ["onnxrt"])
     reference_runner: str = "onnxrt"
+    golden_runner: str | None = None  # the runner of a Polygraphy JSON golden set holding several
     execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     graph_optimization_level: str = "all"
     provider_options: dict = field(default_factory=dict)  # provider -> {option: str}; gate.backend.providers

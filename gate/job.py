@@ -26,6 +26,7 @@ from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_si
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
+from gate.data.golden_folder import check_leftovers, remove_golden_files
 from gate.data.onnx_model import model_io, output_dtypes
 from gate.data.readahead import ReadAhead
 from gate.data.storage import MODEL_ZOO, POLYGRAPHY_JSON
@@ -114,8 +115,8 @@ def _where(inputs, golden, index) -> str:
     return where
 
 
-def _open(path, kind, names, labels, types=None):
-    stored = open_tensor_set(path, kind, names, types=types)
+def _open(path, kind, names, labels, types=None, runner=None):
+    stored = open_tensor_set(path, kind, names, runner, types)
     label = (labels or {}).get(kind)
     return Labelled(stored, label) if label else stored
 
@@ -162,9 +163,11 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     if len(inputs) == 0:
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
-    if not cfg.golden.exists() or (inputs.layout == MODEL_ZOO and not _existing_golden(cfg.golden)):
+    # A golden file (Polygraphy JSON) beside model-zoo inputs has no output_<K>.pb to look for.
+    zoo_without_outputs = inputs.layout == MODEL_ZOO and cfg.golden.is_dir() and not _existing_golden(cfg.golden)
+    if not cfg.golden.exists() or zoo_without_outputs:
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
-    golden = _open(cfg.golden, "output", output_names, labels, types)
+    golden = _open(cfg.golden, "output", output_names, labels, types, cfg.golden_runner)
     if len(golden) != len(inputs):
         hint = (
             "every input needs its golden outputs ('accuracy-gate record --force' records them all anew)"
@@ -334,11 +337,14 @@ def record(
     The golden layout follows the inputs' layout unless ``layout`` (``onnx-zoo`` / ``npz``) is given
     (Polygraphy JSON inputs need one). The new golden set is written to a temporary folder beside the
     golden folder first and moved into place only when every iteration ran, so a failure leaves the
-    old golden set as it was. Stored inputs are never touched. With ``warn_nan``, a golden output
-    holding NaN is logged once (a warning: every check would report it out of tolerance).
+    old golden set as it was; with ``force`` the golden files the gate wrote in any layout are removed
+    first (``gate.data.golden_folder``: never other files). Stored inputs are never touched. With
+    ``warn_nan``, a golden output holding NaN is logged once (a warning: every check would report it
+    out of tolerance).
 
     Raises:
-        GateError: golden outputs (of any layout) already exist and ``force`` is False; npz golden
+        GateError: golden outputs (of any layout) already exist and ``force`` is False; a file the gate
+            does not write would leave the folder holding two layouts (before writing); npz golden
             outputs would share the inputs' folder; no stored inputs; a runner or a file write fails
             (naming the iteration or the file).
     """
@@ -356,6 +362,7 @@ def record(
         raise GateError(
             f"{existing[0]}: golden outputs already exist ({len(existing)} files); pass --force to overwrite them."
         )
+    check_leftovers(cfg.golden, layout, existing)  # the folder must read as one layout afterwards
     try:
         cfg.golden.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".golden-", dir=cfg.golden.parent))
@@ -376,8 +383,9 @@ def record(
                     _warn_nan(outputs, index, inputs.location(index), warned)
                 same = layout == inputs.layout and layout != POLYGRAPHY_JSON  # keep the inputs' names
                 _write(staging, layout, index, outputs, types, inputs.entries[index].name if same else None)
-        for path in existing:
-            path.unlink()
+        # Old files out, then the new ones in: a crash in between leaves too few golden iterations
+        # (check stops: exit 2), never a folder that reads as passing.
+        remove_golden_files(cfg.golden, existing)
         written = []
         for path in sorted(staging.rglob("*")):
             if path.is_file():

@@ -84,6 +84,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("golden", toml="golden", flags=("--golden",), input="golden", kind=PATH, commands=CONFIGURED,
            help="golden outputs folder (overrides 'golden')"),  # fmt: skip
     Option(
+        "golden_runner",
+        toml="golden_runner",
+        flags=("--golden-runner",),
+        commands=(CHECK, RUN),
+        help="the runner whose outputs are the golden ones, where a Polygraphy JSON golden file holds several "
+        "(polygraphy run --save-outputs with two runners)",
+        argparse={"metavar": "NAME"},
+    ),  # fmt: skip
+    Option(
         "runners",
         toml="runners",
         flags=("--runners",),

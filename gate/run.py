@@ -165,10 +165,14 @@ def run_config(options, overrides) -> GateConfig:
     def given(key, default):
         return default if overrides.get(key) is None else overrides[key]
 
+    from gate.backend.providers import check_provider_options
     from gate.compare_funcs import check_compare_settings, check_error_quantile
     from gate.compare_options import COMPARE_FUNC_OPTIONS
     from gate.config import trt_build_settings
 
+    providers = given("execution_providers", ["CPUExecutionProvider"])
+    if overrides.get("golden_runner") is not None and options.load_outputs is None:
+        raise GateError("--golden-runner picks the runner of a --load-outputs file that holds several; give one.")
     compare = {name: overrides[name] for name, *_ in COMPARE_FUNC_OPTIONS if overrides.get(name) is not None}
     check_compare_settings(compare, lambda key, output="": dict((r[0], r[1]) for r in COMPARE_FUNC_OPTIONS)[key])
     check_error_quantile(overrides.get("error_quantile"), lambda output: "--error-quantile")
@@ -181,9 +185,10 @@ def run_config(options, overrides) -> GateConfig:
         inputs=Path.cwd(),
         golden=Path.cwd(),
         runners=list(options.runners),
-        execution_providers=given("execution_providers", ["CPUExecutionProvider"]),
+        golden_runner=overrides.get("golden_runner"),
+        execution_providers=providers,
         graph_optimization_level=given("graph_optimization_level", "all"),
-        provider_options=given("provider_options", {}),
+        provider_options=check_provider_options(given("provider_options", {}), providers, "--provider-options"),
         atol=given("atol", 1e-5),
         rtol=given("rtol", 1e-5),
         check_error_stat=given("check_error_stat", "elemwise"),
@@ -238,7 +243,7 @@ def run(
         labels = {}  # what lives in the scratch folder is named as the user knows it, not by its files
         if load_outputs is not None:
             golden = Path(load_outputs).resolve()
-            count = len(open_tensor_set(golden, "output", output_names))
+            count = len(open_tensor_set(golden, "output", output_names, cfg.golden_runner))
             if iterations is not None and iterations != count:
                 raise GateError(
                     f"{golden}: holds {count} golden iterations but --iterations asks for {iterations} (D6: counts "

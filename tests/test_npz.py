@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_fuzz import FUZZ, NPZ, mutations
 
 from gate.data import open_tensor_set
-from gate.data.npz import _read_stored, read_npz
+from gate.data.npz import NotAnNpzArchive, _read_stored, read_npz
 from gate.errors import GateError
 
 ARRAYS = {
@@ -70,7 +70,9 @@ def test_a_flipped_data_byte_fails_the_crc(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(zipfile.BadZipFile, match="Bad CRC-32 for file 'x.npy'"):
         read_npz(path)
-    with pytest.raises(GateError, match=r"0.npz: not a readable .npz file \(BadZipFile: Bad CRC-32"):
+    with pytest.raises(
+        GateError, match=r"0.npz: not a readable .npz file \(a damaged or truncated zip archive: Bad CRC-32"
+    ):
         open_tensor_set(tmp_path, "output")[0]
 
 
@@ -108,7 +110,7 @@ def test_what_numpy_load_refuses_is_refused(tmp_path):
     np.savez(path, y=np.arange(4, dtype=np.float32))
     good = path.read_bytes()
     path.write_bytes(b"junk" + good)
-    with pytest.raises(ValueError, match="pickled"):
+    with pytest.raises(NotAnNpzArchive, match="it does not start as a zip archive"):  # numpy: a pickle
         read_npz(path)
     path.write_bytes(good.replace(b"y.npy", b"z.npy", 1))  # the local header's copy comes first
     with pytest.raises(zipfile.BadZipFile, match="File name in directory 'y.npy' and header 'z.npy' differ"):
@@ -128,6 +130,11 @@ def test_differential_against_numpy_load(tmp_path_factory, data):
         except Exception as err:  # noqa: BLE001 - any refusal counts as one
             outcomes.append(err)
     ours, theirs = outcomes
+    if isinstance(ours, NotAnNpzArchive) and not isinstance(theirs, Exception):
+        # Deliberate: a member not named *.npy (numpy.load returns its raw bytes) or a lone .npy file
+        # (numpy.load returns the array) is no .npz archive of arrays.
+        assert "is not a .npy array" in str(ours) or "single .npy array" in str(ours), ours
+        return
     if isinstance(ours, ValueError) and not isinstance(theirs, Exception):
         # Deliberate (issue 14): a member whose declared size is not what its shape needs is refused
         # before inflating; numpy.load reads the shape's bytes and ignores the rest.

@@ -306,7 +306,7 @@ class TestOpenTensorSet:
             GateError, match=r"golden\.json: the saved RunResults holds several runners \['ort', 'trt'\]"
         ):
             open_tensor_set(tmp_path / "golden.json", "output")
-        with pytest.raises(GateError, match="holds no results of runner 'tensorrt'; it holds"):
+        with pytest.raises(GateError, match=r"holds no results of runner 'tensorrt' \(golden_runner\); it holds"):
             open_tensor_set(tmp_path / "golden.json", "output", runner="tensorrt")
 
     def test_directory_is_read_one_file_at_a_time(self, tmp_path, monkeypatch):

@@ -12,7 +12,13 @@ import numpy as np
 from gate.backend import ort_dtypes
 from gate.backend.base import BaseLoader, BaseRunner, TensorMetadata
 from gate.backend.ort_install import import_onnxruntime
-from gate.backend.providers import captured_messages, check_provider_options, providers_in_use, require_active
+from gate.backend.providers import (
+    captured_messages,
+    check_provider_options,
+    providers_in_use,
+    require_active,
+    require_known_options,
+)
 from gate.errors import GateError
 
 _ORT_TYPES = {
@@ -105,7 +111,8 @@ class SessionFromOnnx(BaseLoader):
         GateError: (when called) the file is missing or not a model onnxruntime can load; an
             execution provider that matches none available; a requested provider that is not
             active in the session (``gate.backend.providers.require_active``: names it and ONNX
-            Runtime's reason).
+            Runtime's reason); a provider option that ONNX Runtime does not report for its provider
+            (``gate.backend.providers.require_known_options``: it would be ignored silently).
     """
 
     def __init__(
@@ -165,22 +172,28 @@ class SessionFromOnnx(BaseLoader):
         lines: list = []
         # Warnings while the session is made say why a provider fell back to the CPU: caught, not shown.
         ort.set_default_logger_severity(2)
+        requested = self._with_options(providers)
         try:
             with captured_messages(lines):
-                session = ort.InferenceSession(model, sess_options=options, providers=self._with_options(providers))
+                session = ort.InferenceSession(model, sess_options=options, providers=requested)
         except Exception as err:  # onnxruntime raises its own Fail / InvalidProtobuf / NoSuchFile types
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise GateError(f"{where}: onnxruntime cannot load the model ({message}).") from err
         finally:
             ort.set_default_logger_severity(4)
         require_active(session, [p[0] if isinstance(p, tuple) else p for p in providers], lines, where)
+        require_known_options(session, dict(p for p in requested if isinstance(p, tuple)), where)
         return session
 
     def _with_options(self, providers) -> list:
-        """``providers`` as ``(name, options)`` tuples where ``provider_options`` (or the tuple) gives any."""
+        """``providers`` (matched to ``self.execution_providers``, one for one) as ``(name, options)``
+        tuples where ``provider_options`` (under the name as given, e.g. ``cpu``, or as matched) or
+        the tuple gives any."""
         out = []
-        for prov in providers:
+        for given, prov in zip(self.execution_providers, providers):
             name, options = (prov[0], dict(prov[1])) if isinstance(prov, tuple) else (prov, {})
+            given_name = given[0] if isinstance(given, tuple) else given
+            options.update(self.provider_options.get(given_name, {}))
             options.update(self.provider_options.get(name, {}))
             out.append((name, options) if options else name)
         return out

@@ -11,6 +11,7 @@ The gate refuses that: a check on the CPU would pass for a check on the GPU.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import logging
 import os
@@ -159,6 +160,37 @@ def require_active(session, requested, lines: list, where: str) -> None:
             raise GateError(
                 f"{where}: execution provider {provider} is not active in the ONNX Runtime session "
                 f"(it runs on {', '.join(active)}); ONNX Runtime says: {_reason(provider, lines)}."
+            )
+
+
+def require_known_options(session, requested: dict, where: str) -> None:
+    """Every option in ``requested`` (``{provider: {option: value}}``) must be one that ONNX Runtime
+    reports for that provider in ``session.get_provider_options()``: ONNX Runtime ignores an option it
+    does not know without a word (the CPU provider ignores every option; a typo such as ``use_tf23``
+    would leave TF32 on). Call after ``require_active`` (every requested provider is in the session).
+
+    Raises:
+        GateError: one line naming the first unknown option, its provider and the options ONNX Runtime
+            reports for it (or that it reports none), prefixed with ``where`` (the model file).
+    """
+    effective = session.get_provider_options()
+    for provider, options in requested.items():
+        known = effective.get(provider)
+        if known is None:  # not in the session: require_active says so
+            continue
+        for key in options:
+            if key in known:
+                continue
+            if not known:
+                raise GateError(
+                    f"{where}: provider_options.{provider}.{key} would be ignored: ONNX Runtime reports no "
+                    f"options for {provider}, so none takes effect."
+                )
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise GateError(
+                f"{where}: provider_options.{provider}.{key} is not an option of {provider}{hint} and would be "
+                f"ignored; ONNX Runtime reports {', '.join(sorted(known))}."
             )
 
 

@@ -51,13 +51,22 @@ _LENGTH_FIELDS = {(1, 0): struct.Struct("<H"), (2, 0): struct.Struct("<I")}  # t
 _PARSED_HEADERS: dict[tuple, tuple] = {}  # (version, length + header bytes) -> (shape, fortran_order, dtype)
 
 
+class NotAnNpzArchive(ValueError):
+    """A file that is no ``.npz`` archive of ``.npy`` arrays, with the reason in plain words (where
+    ``numpy.load`` would try to unpickle it, return a lone ``.npy`` array, or return a non-``.npy``
+    member as raw bytes)."""
+
+
 def read_npz(path: Path) -> OrderedDict:
     """The arrays of an ``.npz`` file, ``OrderedDict[name, numpy.ndarray]`` (names without ``.npy``),
     as ``numpy.load(path, allow_pickle=False)`` gives them.
 
     Raises:
-        zipfile.BadZipFile, ValueError, OSError, EOFError: whatever makes the file unreadable (a bad
-            archive, a CRC-32 mismatch, a truncated member, an object array, a compressed member
+        NotAnNpzArchive: the file is empty, does not start as a zip archive (``numpy.load`` would
+            try it as a pickle, or read a lone ``.npy`` array), or has a member not named ``*.npy``
+            (``numpy.load`` would return its raw bytes).
+        zipfile.BadZipFile, ValueError, OSError, EOFError: whatever else makes the file unreadable (a
+            bad archive, a CRC-32 mismatch, a truncated member, an object array, a compressed member
             over its shape or the inflation limit), as ``numpy.load`` raises them; the caller turns
             them into one line naming the file.
         GateError: ``path`` is not a regular file (a FIFO, say).
@@ -65,11 +74,22 @@ def read_npz(path: Path) -> OrderedDict:
     with open_regular(path, "the .npz file") as f:
         # numpy.load takes a file for a zip archive only when it starts as one (zipfile would also
         # find an archive after other bytes).
-        if f.read(4) in _ZIP_STARTS:
-            arrays = _read_stored(f)
-            if arrays is not None:
-                return arrays
-            check_inflated_size(f)
+        start = f.read(len(npy_format.MAGIC_PREFIX))
+        if start[:4] not in _ZIP_STARTS:
+            if not start:
+                raise NotAnNpzArchive("the file is empty")
+            if start == npy_format.MAGIC_PREFIX:
+                raise NotAnNpzArchive("it is a single .npy array, not an archive of them")
+            raise NotAnNpzArchive("it does not start as a zip archive")
+        f.seek(0)
+        with zipfile.ZipFile(f) as archive:
+            stray = next((name for name in archive.namelist() if not name.endswith(".npy")), None)
+        if stray is not None:
+            raise NotAnNpzArchive(f"its member {stray!r} is not a .npy array")
+        arrays = _read_stored(f)
+        if arrays is not None:
+            return arrays
+        check_inflated_size(f)
         f.seek(0)
         with np.load(f, allow_pickle=False) as archive:
             return OrderedDict((name, archive[name]) for name in archive.files)

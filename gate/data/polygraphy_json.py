@@ -16,6 +16,7 @@ set must hold exactly one runner, or the runner to take must be named.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -135,14 +136,17 @@ class PolygraphyJsonSet:
         names = [name for name, _ in run.lst]
         if self.runner is not None:
             if self.runner not in names:
-                raise GateError(f"{file}: holds no results of runner '{self.runner}'; it holds {names}.")
+                raise GateError(
+                    f"{file}: holds no results of runner '{self.runner}' (golden_runner); it holds {names}."
+                )
             return self.runner
         if not names:
             raise GateError(f"{file}: the saved RunResults holds no runners; expected the golden runner's outputs.")
         if len(names) > 1:
             raise GateError(
-                f"{file}: the saved RunResults holds several runners {names}; say which one is the golden "
-                "(open_tensor_set(..., runner=NAME)) or save the golden outputs of one runner only."
+                f"{file}: the saved RunResults holds several runners {names}; say which one is the golden: "
+                f"golden_runner = {json.dumps(names[-1])} in gate.toml, --golden-runner NAME (check, run) or "
+                "open_tensor_set(..., runner=NAME)."
             )
         return names[0]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -195,13 +196,32 @@ def read_tensor_proto(path: Path, value_type=None, what: str = "value") -> tuple
     return parse_value(data, path, value_type, what)
 
 
+def _npz_reason(err: Exception) -> str:
+    """Why ``read_npz`` refused a file, in words (not numpy's pickle advice)."""
+    text = str(err).strip() or type(err).__name__
+    if isinstance(err, zipfile.BadZipFile):
+        return f"a damaged or truncated zip archive: {text}"
+    if isinstance(err, EOFError):
+        return f"truncated: {text}"
+    if isinstance(err, ValueError) and ("allow_pickle" in text or "pickled" in text):
+        return "it holds pickled Python objects, an object array"
+    if isinstance(err, ValueError) and "magic string" in text:
+        return f"a member is not a .npy array: {text}"
+    if isinstance(err, OSError) and err.strerror:
+        return f"cannot read it: {err.strerror}"
+    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
+
+
 def _read_npz(path: Path) -> OrderedDict:
     try:
         return read_npz(path)
     except GateError:
         raise
     except Exception as err:  # zipfile, zlib, numpy header and OS errors alike: a file we cannot read
-        raise GateError(f"{path}: not a readable .npz file ({type(err).__name__}: {err}).") from err
+        raise GateError(
+            f"{path}: not a readable .npz file ({_npz_reason(err)}); expected an .npz archive of .npy arrays "
+            "as numpy.savez writes it, without pickled objects."
+        ) from err
 
 
 def open_tensor_set(
@@ -210,12 +230,23 @@ def open_tensor_set(
     """Opens stored inputs (``kind="input"``) or golden outputs (``kind="output"``); see
     ``TensorSet``. A ``.json`` file or a directory of ``*.json`` files is Polygraphy's JSON
     (``gate.data.polygraphy_json.PolygraphyJsonSet``, same interface); ``runner`` picks the golden
-    runner there when the saved RunResults holds several, and is ignored by the other layouts;
-    ``types`` (the model's ``onnx.TypeProto`` by name) only matters to the model-zoo layout."""
-    if detect_layout(directory) == POLYGRAPHY_JSON:
+    runner there when the saved RunResults holds several (the ``golden_runner`` setting);
+    ``types`` (the model's ``onnx.TypeProto`` by name) only matters to the model-zoo layout.
+
+    Raises:
+        GateError: (besides the readers' errors) ``runner`` given for another layout, where it would
+            have no effect.
+    """
+    layout = detect_layout(directory)
+    if layout == POLYGRAPHY_JSON:
         from gate.data.polygraphy_json import PolygraphyJsonSet
 
         return PolygraphyJsonSet(directory, kind, names, runner)
+    if runner is not None:
+        raise GateError(
+            f"{directory}: golden_runner '{runner}' picks a runner of Polygraphy JSON golden outputs, but these "
+            f"are in the {layout} layout, which holds one runner's outputs; leave golden_runner out."
+        )
     return TensorSet(directory, kind, names, types)
 
 
