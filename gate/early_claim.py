@@ -37,6 +37,8 @@ UNFINISHED_PARTIAL = {"schema": "accuracy-gate-unfinished-run", "status": "runni
 """The partial result file's claim: ``merge`` refuses it (not a partial result file), never counts it."""
 STARTS = {**REPORT_STARTS, "partial": b'{"schema":"accuracy-gate-partial"'}
 """How each report file an earlier run may have left begins (the partial result file's too)."""
+DEFAULT_REPORT = "accuracy-gate-report.json"
+"""The action's ``report_path`` default (``gate.options``' table; tests/test_early_claim.py checks they agree)."""
 _SAFE_NAME = re.compile(r"[A-Za-z0-9.-]{1,200}")  # written as is by every writer (no escaping)
 _CONFIG_LIMIT = 1 << 20  # a larger gate.toml is left to the full claim
 
@@ -232,7 +234,7 @@ def claim_for_action(environ=None) -> list[str]:
             partial = at(_input("partial_path", environ) or _shard_partial(_input("shard", environ)))
         reports = [
             ("junit", at(_input("junit_path", environ)) or junit or DEFAULT_JUNIT),
-            ("report", at(_input("report_path", environ) or "accuracy-gate-report.json")),
+            ("report", at(_input("report_path", environ) or DEFAULT_REPORT)),
             ("partial", partial),
         ]
         reads += [at(_input(name, environ)) for name in ("config", "model", "inputs", "golden", "baseline")]
