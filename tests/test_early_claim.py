@@ -210,3 +210,16 @@ def test_action_early_claim_per_mode(stale):
     (space.parent / "elsewhere.json").write_bytes(earlier["r.json"])
     claim_for_action(env)
     assert (space.parent / "elsewhere.json").read_bytes() == earlier["r.json"]  # outside the workspace
+
+
+def test_help_imports_no_heavy_module():
+    """``--help`` and a flag error return before numpy, onnx or ONNX Runtime is imported (lazy imports)."""
+    code = (
+        "import sys\nfrom gate.cli import main\n"
+        "for argv in (['check', '--help'], ['run', '--help'], ['check', 'gate.toml', '--atoll', '1']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'onnx', 'onnxruntime', 'google'}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
