@@ -11,46 +11,23 @@ passed (the golden set passes). Every file left must parse. Runs two at a time (
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import junitparser
+from fault_runs import command, reads
 
-from conftest import EXAMPLE, ROOT
+from conftest import EXAMPLE
 
 RUNS = 12  # per front end
 EARLIER = "earlier-run"  # the mark of the earlier run's files
 NUMPY = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +numpy$", re.M)  # numpy's import finished
-
-
-def reads(path: Path) -> str:
-    """passed / not passed / unreadable (JUnit read with junitparser, JSON with json)."""
-    try:
-        if path.suffix == ".xml":
-            xml = junitparser.JUnitXml.fromfile(str(path))
-            suites = [xml] if isinstance(xml, junitparser.TestSuite) else list(xml)
-            cases = [case for suite in suites for case in suite]
-            return "passed" if cases and not any(case.result for case in cases) else "not passed"
-        if path.name == "p.json":  # the partial result file: merge counts a complete one
-            schema = json.loads(path.read_text("utf-8"))["schema"]
-            return "passed" if schema == "accuracy-gate-partial" else "not passed"
-        if path.suffix == ".json":
-            document = json.loads(path.read_text("utf-8"))
-            return "passed" if document["status"] == "passed" or document["passed"] is True else "not passed"
-        text = path.read_text("utf-8")
-        return "passed" if "PASSED" in text.upper() and "running" not in text else "not passed"
-    except Exception as err:  # noqa: BLE001 - a truncated or foreign file is what we look for
-        return f"unreadable ({type(err).__name__}: {err})"
 
 
 def mark(path: Path) -> None:
@@ -68,33 +45,13 @@ def mark(path: Path) -> None:
 FILES = {"cli": ("j.xml", "m.md", "r.json", "p.json"), "action": ("j.xml", "r.json")}
 
 
-def command(front: str, space: Path, out: Path) -> tuple[list, dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "PYTHONPROFILE"))}
-    env["PYTHONPATH"] = str(ROOT)
-    if front == "cli":
-        flags = ["--junit", out / "j.xml", "--markdown", out / "m.md", "--report", out / "r.json"]
-        flags += ["--write-partial", out / "p.json", "--root", space]
-        return [sys.executable, "-m", "gate", "check", space / "gate.toml", *flags], env
-    rel = out.relative_to(space)
-    env.update(
-        GITHUB_WORKSPACE=str(space),
-        GITHUB_OUTPUT=str(out.with_suffix(".output")),
-        GITHUB_STEP_SUMMARY=str(out.with_suffix(".summary")),
-        INPUT_CONFIG="gate.toml",
-        INPUT_COMMENT_MODE="off",
-        INPUT_JUNIT_PATH=f"{rel}/j.xml",
-        INPUT_REPORT_PATH=f"{rel}/r.json",
-    )
-    return [sys.executable, ROOT / "entrypoint.py"], env
-
-
 def one_run(case: dict, space: Path, earlier: dict) -> list[str]:
     out = space / f"out-{case['id']}"
     out.mkdir()
     names = FILES[case["front"]]
     for name in names:
         shutil.copy(earlier[case["front"]] / name, out / name)
-    args, env = command(case["front"], space, out)
+    args, env = command(case["front"], space, out, partial=True)
     env["PYTHONPROFILEIMPORTTIME"] = "1"
     proc = subprocess.Popen(list(map(str, args)), cwd=space, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(case["delay"])
@@ -123,7 +80,7 @@ def test_killed_in_the_start_up_window_no_earlier_passing_report_is_left(tmp_pat
     for front in FILES:  # one complete passing run per front end: the earlier run's files, marked
         out = space / f"earlier-{front}"
         out.mkdir()
-        args, env = command(front, space, out)
+        args, env = command(front, space, out, partial=True)
         started = time.monotonic()
         proc = subprocess.run(list(map(str, args)), cwd=space, env=env, capture_output=True, text=True)
         duration[front] = time.monotonic() - started
