@@ -13,7 +13,9 @@ any other file of the user's), at a path inside the confinement root (or the def
 working directory), outside every file and folder the flags, inputs or gate.toml name for reading.
 It creates no file and no folder. All replacement files are written first, then renamed over the old
 ones one right after the other, so that an earlier passing file and a claim coexist for the time of a
-few renames. Any failure is silent: the full claim then reports it.
+few renames. The early claim is not flushed to disk (no fsync): it guards against a killed process, not
+a crash of the machine; the full claim that follows is. Any failure is silent: the full claim then
+reports it.
 """
 
 from __future__ import annotations

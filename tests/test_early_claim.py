@@ -34,6 +34,16 @@ def hook(event, args):
         sys.stderr.write(f"@@rename {os.path.basename(os.fsdecode(args[1]))}\n")
 sys.addaudithook(hook)
 """
+CLAIM_HOOK = r"""
+import os, sys
+def hook(event, args):
+    name = os.path.basename(os.fsdecode(args[0])) if event == "open" and isinstance(args[0], (str, bytes)) else ""
+    if event == "open" and name.startswith(".") and name.endswith(".tmp"):
+        sys.stderr.write(f"@@write {name.split('.')[1]}.{name.split('.')[2]}\n")
+    elif event == "os.rename":
+        sys.stderr.write(f"@@rename {os.path.basename(os.fsdecode(args[1]))}\n")
+sys.addaudithook(hook)
+"""
 CLI = HOOK + "sys.argv = ['accuracy-gate', *sys.argv[1:]]\nfrom gate.cli import main\nsys.exit(main())\n"
 ACTION = HOOK + f"import runpy\nrunpy.run_path({str(ROOT / 'entrypoint.py')!r}, run_name='__main__')\n"
 
@@ -87,6 +97,27 @@ def test_cli_claims_an_earlier_passing_set_before_the_first_heavy_import(tmp_pat
     # then the full claim and the final file: three renames of each, the last one this run's passing file
     assert {name: seen.count(f"rename {name}") for name in earlier} == dict.fromkeys(earlier, 3)
     assert json.loads((out / "r.json").read_text())["status"] == "passed"
+
+
+def test_the_claim_writes_every_file_then_renames_them_one_right_after_the_other(tmp_path):
+    """No earlier report at the paths (files that are no report: the early claim leaves them), so the
+    full claim (``gate.report_files.claim``) replaces them: every file written, then the renames."""
+    space = Path(shutil.copytree(EXAMPLE, tmp_path / "ws"))
+    out = space / "out"
+    out.mkdir()
+    for name in ("j.xml", "m.md", "r.json", "p.json"):
+        (out / name).write_text("not a report\n")
+    flags = ["--junit", out / "j.xml", "--markdown", out / "m.md", "--report", out / "r.json"]
+    flags += ["--write-partial", out / "p.json", "--root", space]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("GITHUB_WORKSPACE", None)
+    code = CLAIM_HOOK + CLI.removeprefix(HOOK)
+    args = [sys.executable, "-c", code, "check", str(space / "gate.toml"), *map(str, flags)]
+    proc = subprocess.run(args, cwd=space, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = ("j.xml", "m.md", "r.json", "p.json")
+    seen = [event for event in events(proc.stderr) if event.split(" ", 1)[1] in names]  # not the renderers' scratch
+    assert seen[:8] == [f"write {n}" for n in names] + [f"rename {n}" for n in names], seen
 
 
 def test_action_claims_an_earlier_passing_set_before_the_first_heavy_import(tmp_path):
