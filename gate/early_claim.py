@@ -25,6 +25,7 @@ import json
 import os
 import re
 import stat
+from pathlib import Path
 
 import tomllib
 
@@ -85,6 +86,22 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _open_folder(real: str) -> int:
+    """The folder ``real`` (a resolved path) opened component by component from ``/`` without following
+    a symlink (one that appeared since it was resolved is refused: OSError), as ``gate.report_files``."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    try:
+        for part in Path(real).parts[1:]:
+            child = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _stage(kind: str, path: str, root: str, protected: list, model: str):
     """``(folder_fd, temporary, name)`` with the claim written to ``temporary`` beside ``path``, when
     ``path`` holds a report of ``kind`` that may be replaced (module docstring), else None."""
@@ -92,7 +109,7 @@ def _stage(kind: str, path: str, root: str, protected: list, model: str):
     default = os.path.abspath(path) == os.path.abspath(DEFAULT_JUNIT) and kind == "junit"
     if not (default or _inside(real, root)) or any(_inside(real, p) for p in protected):
         return None
-    folder = os.open(os.path.dirname(real), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    folder = _open_folder(os.path.dirname(real))
     try:
         name = os.path.basename(real)
         old = os.stat(name, dir_fd=folder, follow_symlinks=False)
