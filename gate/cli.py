@@ -264,14 +264,16 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
 
 
 def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    from gate.early_claim import claim_for_cli
+
+    claim_for_cli(args)  # an earlier run's report files, before the heavy imports (gate.early_claim)
     from gate.pipeline import guarded
 
-    return guarded(lambda: _main(argv), _error)  # SIGTERM / SIGINT: an error report, exit 2
+    return guarded(lambda: _main(args), _error)  # SIGTERM / SIGINT: an error report, exit 2
 
 
-def _main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _main(args) -> int:
     verbose = args.verbose or os.environ.get("RUNNER_DEBUG") == "1"
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s: %(message)s")
     if getattr(args, "log_file", None):  # polygraphy run --log-file: the log goes to the file too

@@ -321,7 +321,8 @@ def guarded(main: Callable[[], int], say: Callable[[str], None]) -> int:
     """Runs a front end's ``main`` with SIGTERM and SIGINT handled: ``say`` gets the one-line message
     (``interrupted by SIGTERM; could not evaluate``), every report file the run claimed
     (``gate.report_files.claim``) gets it as an error, and the process exits 2. Before the claim
-    (reading flags and gate.toml) nothing is written yet; after SIGKILL at worst the claim remains."""
+    (reading flags and gate.toml) only the early claim (``gate.early_claim``, before this is called)
+    has written; after SIGKILL at worst a claim remains."""
     main_thread = threading.current_thread() is threading.main_thread()
     previous = {s: signal.signal(s, _on_signal) for s in HANDLED} if main_thread else {}
     _say[:] = [say]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.config import ReportScope, report_scope
+from gate.early_claim import UNFINISHED, UNFINISHED_PARTIAL
 from gate.errors import GateError
 from gate.paths import DEFAULT_JUNIT, confinement_root, replaceable, require_output
 from gate.results import ERROR, GateResult
@@ -168,15 +169,6 @@ def error_paths(request, scope: ReportScope) -> ReportPaths:
     return ReportPaths(**paths, refused=tuple(refused))
 
 
-UNFINISHED = (
-    "running: accuracy-gate has not finished (still running, or stopped before it wrote its verdict); "
-    "could not evaluate"
-)
-"""The message of the report files a run claims before any model runs (:func:`claim`)."""
-UNFINISHED_PARTIAL = {"schema": "accuracy-gate-unfinished-run", "status": "running", "message": UNFINISHED}
-"""The partial result file's claim: ``merge`` refuses it (not a partial result file), never counts it."""
-
-
 @dataclass
 class _Folder:
     """A report file's folder, opened once without following a symlink (``fd``), with the resolved
@@ -270,6 +262,13 @@ def place(path, data: bytes, what: str) -> Path:
         GateError: ``path`` or its folder is or became a symlink.
         OSError: the file cannot be written (the old one is intact).
     """
+    _commit(_stage(path, data, what))
+    return Path(path)
+
+
+def _stage(path, data: bytes, what: str) -> tuple:
+    """:func:`place`'s first half: ``data`` written and flushed to a temporary file beside ``path``;
+    returns what :func:`_commit` renames (``(folder, temporary, path, what)``)."""
     path = Path(path)
     claimed = _claims.get(next((k for k, (p, _) in _claims.items() if p == path), None))
     folder = claimed[1] if claimed is not None else _open_folder(path)
@@ -287,13 +286,31 @@ def place(path, data: bytes, what: str) -> Path:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        _still_there(folder, path, what)
-        os.replace(temporary, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=folder.fd)
+        _discard((folder, temporary, path, what))
         raise
-    return path
+    return folder, temporary, path, what
+
+
+def _discard(staged: tuple) -> None:
+    folder, temporary = staged[:2]
+    with contextlib.suppress(OSError):
+        os.unlink(temporary, dir_fd=folder.fd)
+
+
+def _commit(staged: tuple) -> None:
+    """:func:`place`'s second half: the temporary file renamed over its path (the folder checked first).
+
+    Raises:
+        GateError: the folder was replaced (the temporary file is removed).
+    """
+    folder, temporary, path, what = staged
+    try:
+        _still_there(folder, path, what)
+        os.replace(temporary, path.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+    except BaseException:
+        _discard(staged)
+        raise
 
 
 def render(kind: str, result, commit: str | None = None, key: str | None = None, environ=None) -> bytes:
@@ -335,17 +352,28 @@ def claim(paths: ReportPaths, model: str, messages=()) -> None:
         GateError: a file cannot be written (one line naming it).
     """
     _model[:] = [model]
-    for kind in (*KINDS, "partial"):
-        path = paths.get(kind)
-        if path is None:
-            continue
-        try:
-            _claims[kind] = (Path(path), _open_folder(Path(path)))
-            for message in messages:
-                _rendered[kind, message] = _unfinished_bytes(kind, model, message)
-            place(path, _unfinished_bytes(kind, model), WHAT[kind])
-        except OSError as err:
-            raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
+    staged = []
+    try:  # every file written first, then the renames one right after the other: an earlier run's
+        for kind in (*KINDS, "partial"):  # files and the claims coexist only for the time of a few renames
+            path = paths.get(kind)
+            if path is None:
+                continue
+            try:
+                _claims[kind] = (Path(path), _open_folder(Path(path)))
+                for message in messages:
+                    _rendered[kind, message] = _unfinished_bytes(kind, model, message)
+                staged.append(_stage(path, _unfinished_bytes(kind, model), WHAT[kind]))
+            except OSError as err:
+                raise GateError(f"{path}: cannot write the {WHAT[kind]} ({err.strerror or err}).") from err
+        while staged:
+            try:
+                _commit(staged[0])
+            except OSError as err:
+                raise GateError(f"{staged[0][2]}: cannot write the {staged[0][3]} ({err.strerror or err}).") from err
+            staged.pop(0)
+    finally:
+        for rest in staged:
+            _discard(rest)
 
 
 def claimed() -> dict:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -69,17 +71,33 @@ def perturb_golden(path: Path, index=(0, 0), delta=0.01) -> None:
     path.write_bytes(numpy_helper.from_array(array, tensor.name).SerializeToString())
 
 
+@contextlib.contextmanager
+def scratch_cwd():
+    """While the working directory is the repository's root: a fresh empty one, removed afterwards, for
+    an in-process ``cli.main`` (the default report paths are the working directory's: no test leaves a
+    file in the repository). A test that changed the working directory keeps its own."""
+    if Path.cwd().resolve() != ROOT:
+        yield Path.cwd()
+        return
+    with tempfile.TemporaryDirectory(prefix="accuracy-gate-cwd-") as scratch, contextlib.chdir(scratch):
+        yield Path(scratch)
+
+
 def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
-    """Runs ``python -m gate ARGS`` as a user would; returns the completed process (text)."""
+    """Runs ``python -m gate ARGS`` as a user would; returns the completed process (text). It runs in
+    ``cwd``, by default in a fresh empty folder removed afterwards (the default report paths are the
+    working directory's: no test leaves a file in the repository); this checkout's ``gate`` first."""
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_WORKSPACE"}  # confine to the config's folder
-    return subprocess.run(
-        [sys.executable, "-m", "gate", *map(str, args)],
-        cwd=cwd or ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    with tempfile.TemporaryDirectory(prefix="accuracy-gate-cwd-") as scratch:
+        return subprocess.run(
+            [sys.executable, "-m", "gate", *map(str, args)],
+            cwd=cwd or scratch,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
 
 
 def make_small_model(path: Path, size: int = 64, seed: int = 0) -> Path:

@@ -21,7 +21,7 @@ from gate.data.storage import read_tensor_proto
 from gate.job import record
 from gate.results import fmt, fmt_delta
 
-from conftest import make_small_model, write_gate_toml
+from conftest import make_small_model, scratch_cwd, write_gate_toml
 
 CONFIG = """model = "model.onnx"
 inputs = "data"
@@ -74,7 +74,8 @@ def gate(recorded, tmp_path) -> Gate:
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:
     capsys.readouterr()
-    code = cli.main([str(a) for a in args])
+    with scratch_cwd():  # the default JUnit path is the working directory's, never the repository's
+        code = cli.main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
 

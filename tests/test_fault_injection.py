@@ -16,45 +16,25 @@ claimed its report files (over the files of an earlier passing run). Rules check
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import junitparser
 import numpy as np
 import onnx
 import pytest
+from fault_runs import command, reads
 from onnx import numpy_helper
 
-from conftest import EXAMPLE, ROOT
+from conftest import EXAMPLE
 
 RUNS_PER_CASE = 7  # x 2 front ends x 2 signals x 2 golden sets = 56 runs
 CLAIMED = "running: accuracy-gate has not finished"
-
-
-def reads(path: Path) -> str:
-    """passed / not passed / unreadable, for a JUnit (junitparser) or results (json) file."""
-    try:
-        if path.suffix == ".xml":
-            xml = junitparser.JUnitXml.fromfile(str(path))
-            suites = [xml] if isinstance(xml, junitparser.TestSuite) else list(xml)
-            cases = [case for suite in suites for case in suite]
-            return "passed" if cases and not any(case.result for case in cases) else "not passed"
-        if path.suffix == ".json":
-            document = json.loads(path.read_text("utf-8"))
-            return "passed" if document["status"] == "passed" or document["passed"] is True else "not passed"
-        text = path.read_text("utf-8")
-        return "passed" if "PASSED" in text.upper() and "running" not in text else "not passed"
-    except Exception as err:  # noqa: BLE001 - a truncated or foreign file is what we look for
-        return f"unreadable ({type(err).__name__}: {err})"
 
 
 @pytest.fixture(scope="module")
@@ -71,25 +51,6 @@ def workspaces(tmp_path_factory) -> dict:
             onnx.save_tensor(numpy_helper.from_array(array, name=tensor.name), str(path))
         spaces[name] = space
     return spaces
-
-
-def command(front: str, space: Path, out: Path) -> tuple[list, dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    if front == "cli":
-        flags = ["--junit", out / "j.xml", "--report", out / "r.json", "--markdown", out / "m.md", "--root", space]
-        return [sys.executable, "-m", "gate", "check", space / "gate.toml", *flags], env
-    rel = out.relative_to(space)
-    env.update(
-        GITHUB_WORKSPACE=str(space),
-        GITHUB_OUTPUT=str(out.with_suffix(".output")),
-        GITHUB_STEP_SUMMARY=str(out.with_suffix(".summary")),
-        INPUT_CONFIG="gate.toml",
-        INPUT_COMMENT_MODE="off",
-        INPUT_JUNIT_PATH=f"{rel}/j.xml",
-        INPUT_REPORT_PATH=f"{rel}/r.json",
-    )
-    return [sys.executable, ROOT / "entrypoint.py"], env
 
 
 def files_of(front: str) -> tuple[str, ...]:

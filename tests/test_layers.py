@@ -22,7 +22,8 @@ LAYERS = (
                  "gate.task_metrics")),
     ("reporters", ("gate.report", "gate.github")),
     ("glue", ("gate.config", "gate.option_readers", "gate.ahead", "gate.stream_progress", "gate.job", "gate.parallel",
-              "gate.preview", "gate.run", "gate.run_outputs", "gate.layerwise", "gate.report_files", "gate.pipeline")),
+              "gate.preview", "gate.run", "gate.run_outputs", "gate.layerwise", "gate.report_files", "gate.pipeline",
+              "gate.early_claim")),
     ("front ends", ("gate.cli", "gate.action", "gate.__main__")),
 )  # fmt: skip
 

@@ -34,6 +34,7 @@ def _report(example, *flags):
         "--write-partial",
         example / f"p{name}",
         *flags,
+        cwd=example,
     )
     return proc, json.loads((example / name).read_text()), json.loads((example / f"p{name}").read_text())
 
@@ -65,10 +66,14 @@ def _timeless(value):
 
 
 def test_jobs_errors(example):
-    proc = run_cli("check", example / "gate.toml", "--jobs", "2", "--shard", "1/2")
+    # run in the example's folder: the default JUnit and partial paths are the working directory's
+    proc = run_cli("check", example / "gate.toml", "--jobs", "2", "--shard", "1/2", cwd=example)
     assert proc.returncode == 2
     assert "--shard cannot be combined with --devices or --jobs" in proc.stderr
-    proc = run_cli("check", example / "gate.toml", "--jobs", "9")  # 8 iterations
+    # the shard's default partial path, in the working directory, keeps its claim (never a result)
+    claim = json.loads((example / "accuracy-gate-partial-1-of-2.json").read_text())
+    assert claim["schema"] == "accuracy-gate-unfinished-run" and claim["status"] == "running"
+    proc = run_cli("check", example / "gate.toml", "--jobs", "9", cwd=example)  # 8 iterations
     assert proc.returncode == 2
     assert "shard 1/9: " in proc.stderr and "use at most 8 shards" in proc.stderr
     text = (
@@ -77,7 +82,7 @@ def test_jobs_errors(example):
         .replace('execution_providers = ["CPUExecutionProvider"]', 'execution_providers = ["CUDAExecutionProvider"]')
     )
     (example / "gate.toml").write_text(text)
-    proc = run_cli("check", example / "gate.toml", "--jobs", "2")
+    proc = run_cli("check", example / "gate.toml", "--jobs", "2", cwd=example)
     assert proc.returncode == 2
     line = proc.stderr.strip().splitlines()[-1]
     assert "shard 1/2: " in line and "execution provider CUDAExecutionProvider is not active" in line

@@ -28,7 +28,7 @@ from gate.merge import merge_files
 from gate.partial_file import SCHEMA, read_partial, write_partial
 from gate.shards import Shard, parse_shard
 
-from conftest import make_small_model, write_gate_toml
+from conftest import make_small_model, scratch_cwd, write_gate_toml
 from fake_github import parse_github_output
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,8 @@ def gate_copy(gate_dir, tmp_path) -> Path:
 def run_cli(capsys, *args) -> tuple[int, str, str]:
     """``accuracy-gate ARGS`` in-process: (exit code, stdout, stderr)."""
     capsys.readouterr()
-    code = cli.main([str(a) for a in args])
+    with scratch_cwd():  # the default JUnit path is the working directory's, never the repository's
+        code = cli.main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -20,7 +20,7 @@ from gate.backend.trt import TrtBuildSettings, build_engine
 from gate.backend.trt.precision import convert_model, converter, prepare_build, strongly_typed_only
 from gate.errors import GateError
 
-from conftest import EXAMPLE, EXAMPLE_OUTPUT, ROOT, run_cli
+from conftest import EXAMPLE, EXAMPLE_OUTPUT, run_cli
 
 trt = pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX is not installed (pip install tensorrt-rtx-cu13)")
 pytest.importorskip("onnxconverter_common", reason="the precision extra is not installed (pip install '.[precision]')")
@@ -125,7 +125,7 @@ def test_fp16_preview_of_the_shipped_example(example):
         example / "r.json",
         "--markdown",
         example / "r.md",
-        cwd=ROOT,
+        cwd=example,  # the default JUnit path ([report] junit) is the working directory's
     )
     assert proc.returncode == 1, proc.stderr  # fp16 moves the softmax outputs past atol 1e-5
     report = json.loads((example / "r.json").read_text())
@@ -140,6 +140,6 @@ def test_fp16_preview_of_the_shipped_example(example):
     assert f"fp16 preview: the model converted by {name}, run by ONNX Runtime CPU" in proc.stdout
     assert "fp16 preview" in report["scope"]
     assert f"preview\\_precision: `{facts['preview_precision']}`" in (example / "r.md").read_text()
-    plain = run_cli("check", example / "gate.toml", "--report", example / "p.json")
+    plain = run_cli("check", example / "gate.toml", "--report", example / "p.json", cwd=example)
     assert plain.returncode == 0  # the golden set passes in float32
     assert json.loads((example / "p.json").read_text())["rows"][0]["abs_value"] == 0.0
