@@ -11,6 +11,8 @@ files may go, and what an error writes, is ``gate.report_files``' policy (the ac
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import os
 import sys
@@ -264,13 +266,31 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        if stop.code:  # a flag error (exit 2), not --help or --version (exit 0)
+            _claim_after_flag_error(parser, argv)
+        raise
     from gate.early_claim import claim_for_cli
 
     claim_for_cli(args)  # an earlier run's report files, before the heavy imports (gate.early_claim)
     from gate.pipeline import guarded
 
     return guarded(lambda: _main(args), _error)  # SIGTERM / SIGINT: an error report, exit 2
+
+
+def _claim_after_flag_error(parser, argv) -> None:
+    """A flag error stops the run before the early claim: an earlier run's passing reports at the
+    report paths that a lenient parse of the same flags names (unknown flags left out) are claimed
+    all the same, so the error never leaves a report that reads green. Silent: argparse's one line
+    has said what is wrong; a flag whose value argparse itself refuses leaves its paths unclaimed."""
+    from gate.early_claim import claim_for_cli
+
+    with contextlib.suppress(Exception, SystemExit), contextlib.redirect_stderr(io.StringIO()):
+        args, _ = argparse.ArgumentParser.parse_known_args(parser, argv)
+        claim_for_cli(args)
 
 
 def _main(args) -> int:
