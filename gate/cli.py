@@ -273,11 +273,14 @@ def main(argv=None) -> int:
         if stop.code:  # a flag error (exit 2), not --help or --version (exit 0)
             _claim_after_flag_error(parser, argv)
         raise
-    from gate.early_claim import claim_for_cli
+    try:
+        from gate.early_claim import claim_for_cli
 
-    claim_for_cli(args)  # an earlier run's report files, before the heavy imports (gate.early_claim)
-    from gate.pipeline import guarded
-
+        claim_for_cli(args)  # an earlier run's report files, before the heavy imports (gate.early_claim)
+        from gate.pipeline import guarded
+    except KeyboardInterrupt:  # SIGINT before guarded's handler is in place: the claims stay, no traceback
+        print("accuracy-gate: interrupted; could not evaluate", file=sys.stderr)
+        return EXIT_ERROR
     return guarded(lambda: _main(args), _error)  # SIGTERM / SIGINT: an error report, exit 2
 
 

@@ -39,3 +39,38 @@ def test_help_and_version_claim_nothing(example):
         proc = run_cli(*(["check", example / "gate.toml", "--junit", junit] if flags == ["--help"] else []), *flags)
         assert proc.returncode == 0, proc.stderr
     assert junit.read_bytes() == before
+
+
+def test_sigint_during_the_start_up_imports_is_one_line_and_exit_2(example, tmp_path):
+    # Deterministic stand-in for Ctrl-C while numpy / ONNX Runtime load (before gate.pipeline.guarded
+    # installs its handler): an import hook raises KeyboardInterrupt when gate.pipeline is imported.
+    # Before, Python printed a KeyboardInterrupt traceback and exited 1 ("regressed" for a CI step).
+    hook = tmp_path / "hook" / "sitecustomize.py"
+    hook.parent.mkdir()
+    hook.write_text(
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'gate.pipeline':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n",
+        encoding="utf-8",
+    )
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook.parent), str(ROOT)])}
+    env.pop("GITHUB_WORKSPACE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "check", str(example / "gate.toml")],
+        cwd=example,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["accuracy-gate: interrupted; could not evaluate"]
