@@ -263,12 +263,15 @@ def whole_array_statistics(a, b, stat, atol, rtol, inf_eq, nan_eq, q):
 
 
 def self_check(trials: int, seed: int) -> int:
-    """Random small cases (9 dtypes, NaN/inf/-0/ties/zeros, non-contiguous and big-endian inputs,
-    every stat) through ``compare_arrays`` with tiny blocks and samples, so that the multi-block,
-    bracket, tie, miss and overflow paths all run; every field must equal the whole-array
-    computation (means at relative 1e-12). Returns the number of differing cases."""
+    """Random small cases (11 dtypes, NaN/inf/-0/ties/zeros, non-contiguous and big-endian inputs,
+    every stat, 1 to 4 threads) through ``compare_arrays`` with tiny blocks and samples, so that the
+    multi-block, bracket, tie, miss and overflow paths all run; every field must equal the
+    whole-array computation (means at relative 1e-12; the NaN counts of a failed result too).
+    Returns the number of differing cases."""
     from gate.comparator import kernels, kernels_select
     from gate.comparator.compare import SimpleThreshold, compare_arrays
+    from gate.comparator.dtypes import cast_up
+    from gate.comparator.kernels_threads import THREADS_ENV
 
     rng = np.random.default_rng(seed)
     specials = np.array([0.0, -0.0, 1e-20, 1e-3, 0.5, 1.0, 3.0, -2.5, 1e4, 65504.0, np.nan, np.inf, -np.inf])
@@ -296,7 +299,7 @@ def self_check(trials: int, seed: int) -> int:
             return rng.standard_normal(size).astype(dtype).reshape(shape)
 
     # Each patched where it is read: the block size in kernels, the sample in kernels_select.
-    saved = (kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS)
+    saved = (kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS, os.environ.get(THREADS_ENV))
     differing = 0
     try:
         for _ in range(trials):
@@ -304,6 +307,7 @@ def self_check(trials: int, seed: int) -> int:
             kernels_select.SAMPLE_MIN = int(rng.choice([2, 8, 64, 512]))
             kernels_select._SAMPLE_SIGMAS = float(rng.choice([0.0, 1.0, 4.0]))
             kernels_select._POSITIONS.clear()
+            os.environ[THREADS_ENV] = str(rng.choice([1, 1, 2, 3, 4]))
             dtype = dtypes[rng.integers(len(dtypes))]
             shape = tuple(int(x) for x in rng.integers(1, 40, rng.integers(0, 4)))
             style = str(rng.choice(["normal", "special", "ties", "relu"]))
@@ -353,6 +357,10 @@ def self_check(trials: int, seed: int) -> int:
                     else _same(getattr(ours, field), value, 1e-12 if field.startswith("mean") else 0)
                 )
             ]
+            nan_a, nan_b = np.isnan(cast_up(a)), np.isnan(cast_up(b))  # (False for integers, bool)
+            nan_counts = (int(np.count_nonzero(nan_a & nan_b)), int(np.count_nonzero(nan_a ^ nan_b)))
+            if not ours and ours.nan_counts != (nan_counts if any(nan_counts) else None):
+                problems.append(("nan_counts", ours.nan_counts, nan_counts))
             if stat == "elemwise" and ours.passed != (expected["mismatch_count"] == 0):
                 problems.append(("passed", ours.passed, expected["mismatch_count"] == 0))
             if not (a.tobytes() == a_before.tobytes() and b.tobytes() == b_before.tobytes()):
@@ -361,7 +369,11 @@ def self_check(trials: int, seed: int) -> int:
                 differing += 1
                 print(f"DIFFERS: {a.dtype} vs {b.dtype} {shape} {style}/{how} {stat} q={q}: {problems}")
     finally:
-        kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS = saved
+        kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS, threads = saved
+        if threads is None:
+            os.environ.pop(THREADS_ENV, None)
+        else:
+            os.environ[THREADS_ENV] = threads
         kernels_select._POSITIONS.clear()
     print(f"self-check: {trials} random cases, {differing} differ from the whole-array computation")
     return differing

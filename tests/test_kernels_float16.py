@@ -1,0 +1,56 @@
+"""The compare kernel's float16 -> float32 conversion (gate/comparator/kernels_float16.py) against
+numpy's own cast, bit for bit, for every one of the 65536 float16 bit patterns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gate.comparator.kernels_blocks import SCRATCH
+from gate.comparator.kernels_float16 import float16_to_float32, subnormals_honoured
+
+PATTERNS = np.arange(1 << 16, dtype=np.uint16)
+SPECIAL = (PATTERNS & 0x7C00) == 0x7C00  # exponent bits all ones: the infinities and NaNs
+
+
+def _converted_bits(patterns: np.ndarray) -> np.ndarray:
+    out = np.empty(patterns.size, np.float32)
+    result = float16_to_float32(patterns.view(np.float16), out, SCRATCH)
+    assert result is out
+    return out.view(np.uint32)
+
+
+def _numpy_bits(patterns: np.ndarray) -> np.ndarray:
+    return patterns.view(np.float16).astype(np.float32).view(np.uint32)
+
+
+def test_every_finite_pattern_converts_as_numpy_casts_it():
+    """The bit-manipulation path: zeros, -0, all 2046 subnormals, all normals, both signs."""
+    assert subnormals_honoured()  # no DAZ here, so this is the fast path, not the table
+    finite = PATTERNS[~SPECIAL]
+    assert finite.size == 63488
+    assert np.array_equal(_converted_bits(finite), _numpy_bits(finite))
+    subnormal = finite[((finite & 0x7C00) == 0) & ((finite & 0x3FF) != 0)]
+    assert subnormal.size == 2046
+    values = _converted_bits(subnormal).view(np.float32)
+    assert values.min() == -(2.0**-14) * (1023 / 1024) and np.abs(values).min() == 2.0**-24
+
+
+def test_every_pattern_with_infinities_and_nans_converts_as_numpy_casts_it():
+    """A block holding an infinity or a NaN (payloads and signs kept) takes numpy's table."""
+    assert np.array_equal(_converted_bits(PATTERNS), _numpy_bits(PATTERNS))
+    for pattern in (0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF):  # +inf, -inf, quiet NaN, signalling, -NaN
+        block = np.array([0x3C00, pattern, 0x0001], np.uint16)  # 1.0, the special, the smallest subnormal
+        assert np.array_equal(_converted_bits(block), _numpy_bits(block)), hex(pattern)
+
+
+def test_strided_input_converts_too():
+    every = np.linspace(-65504, 65504, 1000, dtype=np.float32).astype(np.float16)
+    every[0], every[-1] = -np.inf, np.inf
+    halves = every[::3]  # a strided view, +-inf at its ends (999 = 3 * 333)
+    assert not halves.flags.c_contiguous and halves[-1] == np.inf
+    out = np.empty(halves.size, np.float32)
+    float16_to_float32(halves, out, SCRATCH)
+    assert np.array_equal(out.view(np.uint32), halves.astype(np.float32).view(np.uint32))
+    finite = halves[1:-1]
+    float16_to_float32(finite, out[: finite.size], SCRATCH)
+    assert np.array_equal(out[: finite.size], finite.astype(np.float32))
