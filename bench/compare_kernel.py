@@ -4,7 +4,10 @@
 For two arrays of N elements (float32 at 1 Mi and 16 Mi elements, float16 and int64 at 16 Mi;
 256 Mi float32 with --huge) and each check_error_stat, times (best of --repeat):
 
-- floor: reading both arrays once (``np.copyto`` of both into preallocated buffers);
+- floor: reading both arrays once (``np.copyto`` of both into preallocated buffers), one thread;
+- floorT: the same copies, block by block on the compare kernel's thread pool with as many threads
+  as ours uses (``--threads T`` / ``ACCURACY_GATE_COMPARE_THREADS``), so that ours/floorT shows
+  what the threads did not buy;
 - ours: ``gate.comparator.SimpleCompareFunc(compute_medians=False)`` on two IterationResults (as the gate calls it);
 - polygraphy: ``polygraphy.comparator.compare.SimpleCompareFunc()`` on the same arrays, its logger
   silenced
@@ -17,7 +20,7 @@ of both inputs). The last column checks that the two implementations reported th
 (max and median exactly, mean at relative 1e-5 (deviation D3: our mean is summed in float64),
 the verdict, and for elemwise our mismatch count against an independent numpy count).
 
-Run:  python bench/compare_kernel.py [--huge] [--repeat 5] [--no-memory]
+Run:  python bench/compare_kernel.py [--huge] [--repeat 5] [--no-memory] [--threads T]
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are removed from the environment for the run (the script
 re-executes itself without them), and the numpy build, SIMD level and thread pools are printed.
 """
@@ -48,6 +51,8 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from gate.comparator.kernels_threads import THREADS_ENV, compare_threads  # noqa: E402
 
 MI = 1 << 20
 STATS = ("elemwise", "mean", "median", "max")
@@ -100,6 +105,18 @@ def variant(name: str, a, b, stat: str):
             np.copyto(out_b, b)
 
         return floor
+    if name == "floor-threads":  # the same copies, block by block on the kernel's thread pool
+        from gate.comparator.kernels import CHUNK
+        from gate.comparator.kernels_threads import block_map, compare_threads
+
+        out_a, out_b = np.empty_like(a), np.empty_like(b)
+        threads = compare_threads()
+
+        def copy_block(start):
+            np.copyto(out_a[start : start + CHUNK], a[start : start + CHUNK])
+            np.copyto(out_b[start : start + CHUNK], b[start : start + CHUNK])
+
+        return lambda: block_map(copy_block, range(0, a.size, CHUNK), threads)
     if name == "floor-alloc":  # the floor for memory: its two buffers are its extra memory
 
         def floor_alloc():
@@ -271,7 +288,6 @@ def self_check(trials: int, seed: int) -> int:
     from gate.comparator import kernels, kernels_select
     from gate.comparator.compare import SimpleThreshold, compare_arrays
     from gate.comparator.dtypes import cast_up
-    from gate.comparator.kernels_threads import THREADS_ENV
 
     rng = np.random.default_rng(seed)
     specials = np.array([0.0, -0.0, 1e-20, 1e-3, 0.5, 1.0, 3.0, -2.5, 1e4, 65504.0, np.nan, np.inf, -np.inf])
@@ -450,6 +466,9 @@ def main(argv=None) -> int:
         "--self-check", type=int, metavar="N", help="only run N random exactness cases (tiny blocks) and exit"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --self-check")
+    parser.add_argument(
+        "--threads", type=int, metavar="T", help=f"threads per comparison (sets {THREADS_ENV}; default: its default)"
+    )
     parser.add_argument("--_memory", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -469,11 +488,18 @@ def main(argv=None) -> int:
     if args.huge:
         cases.append(("float32", 256 * MI, "near"))
 
+    if args.threads is not None:
+        os.environ[THREADS_ENV] = str(args.threads)  # also for the memory subprocesses
     for line in environment_lines():
         print(line)
+    print(
+        f"compare threads: {compare_threads()} ({THREADS_ENV}={os.environ.get(THREADS_ENV, 'unset')}; "
+        f"floorT uses as many)"
+    )
     print()
     header = (
-        f"{'dtype':<8} {'elements':>8} {'stat':<8} {'floor ms':>9} {'ours ms':>9} {'ours/floor':>10} "
+        f"{'dtype':<8} {'elements':>8} {'stat':<8} {'floor ms':>9} {'floorT ms':>9} {'ours ms':>9} "
+        f"{'ours/floor':>10} {'ours/floorT':>11} "
         f"{'pg ms':>9} {'pg/floor':>9} {'speed-up':>9} {'ours mem':>13} {'pg mem':>13} {'agree':<6}"
     )
     print(header)
@@ -485,8 +511,8 @@ def main(argv=None) -> int:
         # Polygraphy keeps several full-size temporaries; skip it where they would not fit.
         run_pg = _mem_available() == 0 or _mem_available() > 16 * input_bytes
         stats = ("elemwise",) if scenario == "far" else STATS
-        fns = {"floor": variant("floor", a, b, None)}
-        repeats = {"floor": args.repeat}
+        fns = {"floor": variant("floor", a, b, None), "floor-threads": variant("floor-threads", a, b, None)}
+        repeats = {"floor": args.repeat, "floor-threads": args.repeat}
         for stat in stats:
             fns[("ours", stat)] = variant("ours", a, b, stat)
             repeats[("ours", stat)] = args.repeat
@@ -494,7 +520,7 @@ def main(argv=None) -> int:
                 fns[("polygraphy", stat)] = variant("polygraphy", a, b, stat)
                 repeats[("polygraphy", stat)] = args.pg_repeat
         times, results = interleaved_best(fns, repeats)
-        floor_s = times["floor"]
+        floor_s, floor_t_s = times["floor"], times["floor-threads"]
         floor_mem = None if args.no_memory else peak_memory_subprocess("floor-alloc", dtype, n, "max", scenario)
         for stat in stats:
             ours_s = times[("ours", stat)]
@@ -517,15 +543,16 @@ def main(argv=None) -> int:
             label = stat + ("*" if scenario == "far" else "")
             pg_cols = f"{pg_s * 1e3:9.1f} {pg_s / floor_s:9.1f} {pg_s / ours_s:8.1f}x " if pg_s else f"{'-':>9} " * 3
             print(
-                f"{dtype:<8} {_size_label(n):>8} {label:<8} {floor_s * 1e3:9.2f} {ours_s * 1e3:9.2f} "
-                f"{ours_s / floor_s:10.2f} {pg_cols}"
+                f"{dtype:<8} {_size_label(n):>8} {label:<8} {floor_s * 1e3:9.2f} {floor_t_s * 1e3:9.2f} "
+                f"{ours_s * 1e3:9.2f} {ours_s / floor_s:10.2f} {ours_s / floor_t_s:11.2f} {pg_cols}"
                 f"{fmt_mem(mem['ours']):>13} {fmt_mem(mem['polygraphy']):>13} {agree}",
                 flush=True,
             )
         del a, b, fns, results
         gc.collect()
     print()
-    print("floor: np.copyto of both inputs into preallocated buffers. ours/pg: SimpleCompareFunc on one output.")
+    print("floor: np.copyto of both inputs into preallocated buffers, one thread; floorT: the same copies block")
+    print("by block on the compare threads. ours/pg: SimpleCompareFunc on one output (ours on the compare threads).")
     print("mem: peak extra bytes during one call (tracemalloc, own subprocess), and as a multiple of the")
     print("floor's (its two destination buffers = the size of both inputs).")
     print("* every element out of tolerance (noise 1e-2): the elemwise worst case for us.")
