@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gate.comparator.kernels_blocks import SCRATCH
 from gate.comparator.kernels_float16 import float16_to_float32, subnormals_honoured
 
 PATTERNS = np.arange(1 << 16, dtype=np.uint16)
@@ -14,7 +13,7 @@ SPECIAL = (PATTERNS & 0x7C00) == 0x7C00  # exponent bits all ones: the infinitie
 
 def _converted_bits(patterns: np.ndarray) -> np.ndarray:
     out = np.empty(patterns.size, np.float32)
-    result = float16_to_float32(patterns.view(np.float16), out, SCRATCH)
+    result = float16_to_float32(patterns.view(np.float16), out)
     assert result is out
     return out.view(np.uint32)
 
@@ -38,8 +37,9 @@ def test_every_finite_pattern_converts_as_numpy_casts_it():
 def test_every_pattern_with_infinities_and_nans_converts_as_numpy_casts_it():
     """A block holding an infinity or a NaN (payloads and signs kept) takes numpy's table."""
     assert np.array_equal(_converted_bits(PATTERNS), _numpy_bits(PATTERNS))
-    for pattern in (0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFFFF):  # +inf, -inf, quiet NaN, signalling, -NaN
-        block = np.array([0x3C00, pattern, 0x0001], np.uint16)  # 1.0, the special, the smallest subnormal
+    assert np.count_nonzero(SPECIAL) == 2048
+    for pattern in PATTERNS[SPECIAL]:  # each infinity and NaN alone among finite values of both signs
+        block = np.array([0xBC00, 0x3C00, pattern, 0x8001, 0x0001, 0x7BFF, 0xFBFF], np.uint16)
         assert np.array_equal(_converted_bits(block), _numpy_bits(block)), hex(pattern)
 
 
@@ -49,8 +49,23 @@ def test_strided_input_converts_too():
     halves = every[::3]  # a strided view, +-inf at its ends (999 = 3 * 333)
     assert not halves.flags.c_contiguous and halves[-1] == np.inf
     out = np.empty(halves.size, np.float32)
-    float16_to_float32(halves, out, SCRATCH)
+    float16_to_float32(halves, out)
     assert np.array_equal(out.view(np.uint32), halves.astype(np.float32).view(np.uint32))
     finite = halves[1:-1]
-    float16_to_float32(finite, out[: finite.size], SCRATCH)
+    float16_to_float32(finite, out[: finite.size])
     assert np.array_equal(out[: finite.size], finite.astype(np.float32))
+
+
+def test_a_thread_that_flushes_subnormals_takes_the_table(monkeypatch):
+    """Under DAZ the multiplication would read the float16 subnormals' float32 images as 0; the
+    check sends such a thread to the table, which gives numpy's bits."""
+    from gate.comparator import kernels_float16
+
+    calls = []
+    monkeypatch.setattr(kernels_float16, "subnormals_honoured", lambda: calls.append(1) or False)
+    monkeypatch.setattr(
+        kernels_float16, "float16_table", lambda: calls.append(2) or _numpy_bits(PATTERNS).view(np.float32)
+    )
+    finite = PATTERNS[~SPECIAL]
+    assert np.array_equal(_converted_bits(finite), _numpy_bits(finite))
+    assert calls == [1, 2]

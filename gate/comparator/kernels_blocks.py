@@ -136,8 +136,8 @@ class BlockDiffs:
         a_work = SCRATCH.get("a", self.work, k)
         b_work = SCRATCH.get("b", self.work, k)
         if ac.dtype == FLOAT16:
-            float16_to_float32(ac, a_work, SCRATCH)  # numpy's bits, faster (kernels_float16)
-            float16_to_float32(bc, b_work, SCRATCH)
+            float16_to_float32(ac, a_work)  # numpy's bits, faster (kernels_float16)
+            float16_to_float32(bc, b_work)
         else:
             np.copyto(a_work, ac)
             np.copyto(b_work, bc)
