@@ -4,6 +4,9 @@ from the same pass (no whole-array temporaries)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 import tracemalloc
 
 import numpy as np
@@ -120,3 +123,32 @@ def test_thread_count_setting(monkeypatch):
         monkeypatch.setenv(THREADS_ENV, bad)
         with pytest.raises(GateError, match=f"{THREADS_ENV}='{bad}': expected a whole number of threads >= 1"):
             compare_threads()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_compares_on_its_own_threads(monkeypatch):
+    """The parent's pool threads do not exist in a forked child; reusing that pool would hang."""
+    monkeypatch.setattr(kernels, "CHUNK", 1000)
+    monkeypatch.setenv(THREADS_ENV, "2")
+    rng = np.random.default_rng(8)
+    a, b = _inputs(rng, np.float32, 10_000, "normal")
+    threshold = SimpleThreshold("max", 1e-3, 1e-3)
+    expected = compare_arrays(a, b, threshold).max_absdiff  # the pool and its threads exist now
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if it got the same number
+        ok = False
+        try:
+            ok = compare_arrays(a, b, threshold).max_absdiff == expected
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's thread pool")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -22,6 +22,17 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
 
+def _forget_pools_after_fork() -> None:
+    """A forked child has none of the parent's threads: it starts its own pools when it needs them."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
