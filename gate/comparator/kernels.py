@@ -160,7 +160,7 @@ def diff_statistics(
 
     starts = range(0, n, CHUNK)
     summaries = block_map(summarise, starts, 1 if single_block else compare_threads())
-    stats = _combine(summaries, starts, n, elemwise)
+    stats, tops = _combine(summaries, starts, n, elemwise)
     if order_stats:
         if single_block:
             stats.update(summaries[0]["direct"])
@@ -169,21 +169,19 @@ def diff_statistics(
                 select_order_stats(
                     brackets,
                     summaries[-1]["dtypes"],
-                    (stats.pop("_top_abs"), stats.pop("_top_rel")),
+                    tops,
                     check_error_stat,
                     quantile,
                     quantile_q2,
                     lambda i, dtype: _materialise(diffs, i, dtype, a, b, n),
                 )
             )
-    stats.pop("_top_abs", None)
-    stats.pop("_top_rel", None)
     return stats
 
 
-def _combine(summaries, starts, n, elemwise) -> dict:
+def _combine(summaries, starts, n, elemwise) -> tuple[dict, tuple]:
     """The statistics of the whole arrays from the blocks' summaries, in block order (so the same
-    whatever thread computed which block)."""
+    whatever thread computed which block), and the maxima (numpy scalars) of absdiff and reldiff."""
     top_abs = top_rel = None
     zero_count = mismatch_count = 0
     nan_both = nan_one = 0
@@ -212,9 +210,7 @@ def _combine(summaries, starts, n, elemwise) -> dict:
         "mismatch_count": mismatch_count if elemwise else None,
         "worst_index": winner[1] + winner[2],
         "nan_counts": (nan_both, nan_one),
-        "_top_abs": top_abs,
-        "_top_rel": top_rel,
-    }
+    }, (top_abs, top_rel)
 
 
 def _identical_statistics(a, b, n, diffs, check_error_stat, quantile) -> dict | None:
