@@ -46,6 +46,7 @@ import numpy as np
 
 from gate.comparator.dtypes import cast_up
 from gate.comparator.kernels_blocks import EPSILON, SCRATCH, Block, BlockDiffs, reference_diffs
+from gate.comparator.kernels_float16 import FLOAT16, identical_zero_count
 from gate.comparator.kernels_select import (
     Bracket,
     direct_order_stats,
@@ -229,6 +230,12 @@ def _identical_statistics(a, b, n, diffs, check_error_stat, quantile) -> dict | 
     for start in range(0, n, CHUNK):
         ac, bc = _block(a, start), _block(b, start)
         equal = SCRATCH.get("equal", np.bool_, ac.size)
+        if ac.dtype == FLOAT16:
+            block_zeros = identical_zero_count(ac, bc, equal, SCRATCH.get("magnitude", np.uint16, ac.size))
+            if block_zeros is None:
+                return None
+            zeros += block_zeros
+            continue
         np.equal(ac, bc, out=equal)
         if not np.logical_and.reduce(equal):
             return None

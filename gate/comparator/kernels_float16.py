@@ -45,9 +45,7 @@ def float16_to_float32(h: np.ndarray, out: np.ndarray) -> np.ndarray:
     of ``h.size`` elements.
     """
     bits = h.view(np.uint16)
-    # Infinities and NaNs are the bit patterns 0x7C00-0x7FFF (positive: the largest int16 values)
-    # and 0xFC00-0xFFFF (negative: the largest uint16 values).
-    if np.maximum.reduce(bits) >= 0xFC00 or np.maximum.reduce(h.view(np.int16)) >= 0x7C00 or not subnormals_honoured():
+    if _has_special(h) or not subnormals_honoured():
         np.take(float16_table(), bits, out=out, mode="clip")
         return out
     wide = out.view(np.int32)
@@ -56,3 +54,27 @@ def float16_to_float32(h: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.bitwise_and(wide.view(np.uint32), np.uint32(0x8FFFFFFF), out=wide.view(np.uint32))
     np.multiply(out, _SCALE, out=out)
     return out
+
+
+def _has_special(h: np.ndarray) -> bool:
+    """Whether the float16 block holds an infinity or a NaN: the bit patterns 0x7C00-0x7FFF
+    (positive: the largest int16 values) and 0xFC00-0xFFFF (negative: the largest uint16 values)."""
+    return bool(np.maximum.reduce(h.view(np.uint16)) >= 0xFC00 or np.maximum.reduce(h.view(np.int16)) >= 0x7C00)
+
+
+def identical_zero_count(h: np.ndarray, g: np.ndarray, equal: np.ndarray, magnitude: np.ndarray) -> int | None:
+    """For a float16 block ``h`` and its reference block ``g`` (native byte order, equal sizes):
+    the number of zeros in ``g`` if both hold the same bits everywhere and no infinity or NaN,
+    else None. Equal bits are equal values there (no NaN); -0 against +0 differ in bits and give
+    None, so the caller's full pass decides. numpy's float16 comparisons and reductions convert
+    every element; these are integer loops. ``equal`` (bool) and ``magnitude`` (uint16): scratch
+    of the block's size."""
+    bits = g.view(np.uint16)
+    np.equal(h.view(np.uint16), bits, out=equal)
+    if not np.logical_and.reduce(equal) or _has_special(g):
+        return None
+    np.bitwise_and(bits, 0x7FFF, out=magnitude)
+    if np.minimum.reduce(magnitude) > 0:
+        return 0
+    np.equal(magnitude, 0, out=equal)
+    return int(np.count_nonzero(equal))
