@@ -4,7 +4,10 @@
 For two arrays of N elements (float32 at 1 Mi and 16 Mi elements, float16 and int64 at 16 Mi;
 256 Mi float32 with --huge) and each check_error_stat, times (best of --repeat):
 
-- floor: reading both arrays once (``np.copyto`` of both into preallocated buffers);
+- floor: reading both arrays once (``np.copyto`` of both into preallocated buffers), one thread;
+- floorT: the same copies, block by block on the compare kernel's thread pool with as many threads
+  as ours uses (``--threads T`` / ``ACCURACY_GATE_COMPARE_THREADS``), so that ours/floorT shows
+  what the threads did not buy;
 - ours: ``gate.comparator.SimpleCompareFunc(compute_medians=False)`` on two IterationResults (as the gate calls it);
 - polygraphy: ``polygraphy.comparator.compare.SimpleCompareFunc()`` on the same arrays, its logger
   silenced
@@ -17,7 +20,7 @@ of both inputs). The last column checks that the two implementations reported th
 (max and median exactly, mean at relative 1e-5 (deviation D3: our mean is summed in float64),
 the verdict, and for elemwise our mismatch count against an independent numpy count).
 
-Run:  python bench/compare_kernel.py [--huge] [--repeat 5] [--no-memory]
+Run:  python bench/compare_kernel.py [--huge] [--repeat 5] [--no-memory] [--threads T]
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are removed from the environment for the run (the script
 re-executes itself without them), and the numpy build, SIMD level and thread pools are printed.
 """
@@ -49,6 +52,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gate.comparator.kernels_threads import THREADS_ENV, compare_threads  # noqa: E402
+
 MI = 1 << 20
 STATS = ("elemwise", "mean", "median", "max")
 
@@ -60,7 +65,8 @@ def make_inputs(dtype: str, n: int, scenario: str = "near"):
     """Two seeded arrays that are close, as a live and a golden output are.
 
     float: ``b = a + noise`` with noise ~ 2e-6 (a handful of elements exceed the default 1e-5
-    tolerances); scenario ``far`` makes every element exceed them (noise ~ 1e-2).
+    tolerances); scenario ``far`` makes every element exceed them (noise ~ 1e-2); ``equal`` gives
+    ``b = a.copy()`` (a backend against golden outputs it recorded itself).
     int64 / int32: values in [0, 1000) (so the reference holds zeros), 0.1 % of elements off by one.
     """
     rng = np.random.default_rng(1234)
@@ -74,8 +80,8 @@ def make_inputs(dtype: str, n: int, scenario: str = "near"):
     scale = 1e-2 if scenario == "far" else 2e-6
     b32 = a32 + (rng.standard_normal(n, dtype=np.float32) * np.float32(scale))
     if dtype == "float16":
-        return a32.astype(np.float16), b32.astype(np.float16)
-    return a32, b32
+        a32, b32 = a32.astype(np.float16), b32.astype(np.float16)
+    return (a32, a32.copy()) if scenario == "equal" else (a32, b32)
 
 
 # ------------------------------------------------------------------------------------ variants
@@ -100,6 +106,18 @@ def variant(name: str, a, b, stat: str):
             np.copyto(out_b, b)
 
         return floor
+    if name == "floor-threads":  # the same copies, block by block on the kernel's thread pool
+        from gate.comparator.kernels import CHUNK
+        from gate.comparator.kernels_threads import block_map, compare_threads
+
+        out_a, out_b = np.empty_like(a), np.empty_like(b)
+        threads = compare_threads()
+
+        def copy_block(start):
+            np.copyto(out_a[start : start + CHUNK], a[start : start + CHUNK])
+            np.copyto(out_b[start : start + CHUNK], b[start : start + CHUNK])
+
+        return lambda: block_map(copy_block, range(0, a.size, CHUNK), threads)
     if name == "floor-alloc":  # the floor for memory: its two buffers are its extra memory
 
         def floor_alloc():
@@ -263,12 +281,14 @@ def whole_array_statistics(a, b, stat, atol, rtol, inf_eq, nan_eq, q):
 
 
 def self_check(trials: int, seed: int) -> int:
-    """Random small cases (9 dtypes, NaN/inf/-0/ties/zeros, non-contiguous and big-endian inputs,
-    every stat) through ``compare_arrays`` with tiny blocks and samples, so that the multi-block,
-    bracket, tie, miss and overflow paths all run; every field must equal the whole-array
-    computation (means at relative 1e-12). Returns the number of differing cases."""
+    """Random small cases (11 dtypes, NaN/inf/-0/ties/zeros, non-contiguous and big-endian inputs,
+    every stat, 1 to 4 threads) through ``compare_arrays`` with tiny blocks and samples, so that the
+    multi-block, bracket, tie, miss and overflow paths all run; every field must equal the
+    whole-array computation (means at relative 1e-12; the NaN counts of a failed result too).
+    Returns the number of differing cases."""
     from gate.comparator import kernels, kernels_select
     from gate.comparator.compare import SimpleThreshold, compare_arrays
+    from gate.comparator.dtypes import cast_up
 
     rng = np.random.default_rng(seed)
     specials = np.array([0.0, -0.0, 1e-20, 1e-3, 0.5, 1.0, 3.0, -2.5, 1e4, 65504.0, np.nan, np.inf, -np.inf])
@@ -296,7 +316,7 @@ def self_check(trials: int, seed: int) -> int:
             return rng.standard_normal(size).astype(dtype).reshape(shape)
 
     # Each patched where it is read: the block size in kernels, the sample in kernels_select.
-    saved = (kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS)
+    saved = (kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS, os.environ.get(THREADS_ENV))
     differing = 0
     try:
         for _ in range(trials):
@@ -304,6 +324,7 @@ def self_check(trials: int, seed: int) -> int:
             kernels_select.SAMPLE_MIN = int(rng.choice([2, 8, 64, 512]))
             kernels_select._SAMPLE_SIGMAS = float(rng.choice([0.0, 1.0, 4.0]))
             kernels_select._POSITIONS.clear()
+            os.environ[THREADS_ENV] = str(rng.choice([1, 1, 2, 3, 4]))
             dtype = dtypes[rng.integers(len(dtypes))]
             shape = tuple(int(x) for x in rng.integers(1, 40, rng.integers(0, 4)))
             style = str(rng.choice(["normal", "special", "ties", "relu"]))
@@ -353,6 +374,10 @@ def self_check(trials: int, seed: int) -> int:
                     else _same(getattr(ours, field), value, 1e-12 if field.startswith("mean") else 0)
                 )
             ]
+            nan_a, nan_b = np.isnan(cast_up(a)), np.isnan(cast_up(b))  # (False for integers, bool)
+            nan_counts = (int(np.count_nonzero(nan_a & nan_b)), int(np.count_nonzero(nan_a ^ nan_b)))
+            if not ours and ours.nan_counts != (nan_counts if any(nan_counts) else None):
+                problems.append(("nan_counts", ours.nan_counts, nan_counts))
             if stat == "elemwise" and ours.passed != (expected["mismatch_count"] == 0):
                 problems.append(("passed", ours.passed, expected["mismatch_count"] == 0))
             if not (a.tobytes() == a_before.tobytes() and b.tobytes() == b_before.tobytes()):
@@ -361,7 +386,11 @@ def self_check(trials: int, seed: int) -> int:
                 differing += 1
                 print(f"DIFFERS: {a.dtype} vs {b.dtype} {shape} {style}/{how} {stat} q={q}: {problems}")
     finally:
-        kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS = saved
+        kernels.CHUNK, kernels_select.SAMPLE_MIN, kernels_select._SAMPLE_SIGMAS, threads = saved
+        if threads is None:
+            os.environ.pop(THREADS_ENV, None)
+        else:
+            os.environ[THREADS_ENV] = threads
         kernels_select._POSITIONS.clear()
     print(f"self-check: {trials} random cases, {differing} differ from the whole-array computation")
     return differing
@@ -438,6 +467,10 @@ def main(argv=None) -> int:
         "--self-check", type=int, metavar="N", help="only run N random exactness cases (tiny blocks) and exit"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --self-check")
+    parser.add_argument("--equal", action="store_true", help="add equal outputs (b = a.copy()) of each 16 Mi dtype")
+    parser.add_argument(
+        "--threads", type=int, metavar="T", help=f"threads per comparison (sets {THREADS_ENV}; default: its default)"
+    )
     parser.add_argument("--_memory", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -454,14 +487,23 @@ def main(argv=None) -> int:
         cases = cases[:1]
     if args.dtypes:
         cases = [(dtype, 16 * MI, "near") for dtype in args.dtypes.split(",")]
+    if args.equal:
+        cases += [(dtype, n, "equal") for dtype, n, scenario in list(cases) if scenario == "near" and n == 16 * MI]
     if args.huge:
         cases.append(("float32", 256 * MI, "near"))
 
+    if args.threads is not None:
+        os.environ[THREADS_ENV] = str(args.threads)  # also for the memory subprocesses
     for line in environment_lines():
         print(line)
+    print(
+        f"compare threads: {compare_threads()} ({THREADS_ENV}={os.environ.get(THREADS_ENV, 'unset')}; "
+        f"floorT uses as many)"
+    )
     print()
     header = (
-        f"{'dtype':<8} {'elements':>8} {'stat':<8} {'floor ms':>9} {'ours ms':>9} {'ours/floor':>10} "
+        f"{'dtype':<8} {'elements':>8} {'stat':<8} {'floor ms':>9} {'floorT ms':>9} {'ours ms':>9} "
+        f"{'ours/floor':>10} {'ours/floorT':>11} "
         f"{'pg ms':>9} {'pg/floor':>9} {'speed-up':>9} {'ours mem':>13} {'pg mem':>13} {'agree':<6}"
     )
     print(header)
@@ -472,9 +514,9 @@ def main(argv=None) -> int:
         input_bytes = a.nbytes + b.nbytes
         # Polygraphy keeps several full-size temporaries; skip it where they would not fit.
         run_pg = _mem_available() == 0 or _mem_available() > 16 * input_bytes
-        stats = ("elemwise",) if scenario == "far" else STATS
-        fns = {"floor": variant("floor", a, b, None)}
-        repeats = {"floor": args.repeat}
+        stats = ("elemwise",) if scenario in ("far", "equal") else STATS
+        fns = {"floor": variant("floor", a, b, None), "floor-threads": variant("floor-threads", a, b, None)}
+        repeats = {"floor": args.repeat, "floor-threads": args.repeat}
         for stat in stats:
             fns[("ours", stat)] = variant("ours", a, b, stat)
             repeats[("ours", stat)] = args.repeat
@@ -482,7 +524,7 @@ def main(argv=None) -> int:
                 fns[("polygraphy", stat)] = variant("polygraphy", a, b, stat)
                 repeats[("polygraphy", stat)] = args.pg_repeat
         times, results = interleaved_best(fns, repeats)
-        floor_s = times["floor"]
+        floor_s, floor_t_s = times["floor"], times["floor-threads"]
         floor_mem = None if args.no_memory else peak_memory_subprocess("floor-alloc", dtype, n, "max", scenario)
         for stat in stats:
             ours_s = times[("ours", stat)]
@@ -502,21 +544,23 @@ def main(argv=None) -> int:
                     return "-"
                 return f"{value / MI:.1f}M {value / floor_mem:.2f}x"
 
-            label = stat + ("*" if scenario == "far" else "")
+            label = stat + {"far": "*", "equal": "="}.get(scenario, "")
             pg_cols = f"{pg_s * 1e3:9.1f} {pg_s / floor_s:9.1f} {pg_s / ours_s:8.1f}x " if pg_s else f"{'-':>9} " * 3
             print(
-                f"{dtype:<8} {_size_label(n):>8} {label:<8} {floor_s * 1e3:9.2f} {ours_s * 1e3:9.2f} "
-                f"{ours_s / floor_s:10.2f} {pg_cols}"
+                f"{dtype:<8} {_size_label(n):>8} {label:<8} {floor_s * 1e3:9.2f} {floor_t_s * 1e3:9.2f} "
+                f"{ours_s * 1e3:9.2f} {ours_s / floor_s:10.2f} {ours_s / floor_t_s:11.2f} {pg_cols}"
                 f"{fmt_mem(mem['ours']):>13} {fmt_mem(mem['polygraphy']):>13} {agree}",
                 flush=True,
             )
         del a, b, fns, results
         gc.collect()
     print()
-    print("floor: np.copyto of both inputs into preallocated buffers. ours/pg: SimpleCompareFunc on one output.")
+    print("floor: np.copyto of both inputs into preallocated buffers, one thread; floorT: the same copies block")
+    print("by block on the compare threads. ours/pg: SimpleCompareFunc on one output (ours on the compare threads).")
     print("mem: peak extra bytes during one call (tracemalloc, own subprocess), and as a multiple of the")
     print("floor's (its two destination buffers = the size of both inputs).")
     print("* every element out of tolerance (noise 1e-2): the elemwise worst case for us.")
+    print("= equal outputs (--equal): our equal-outputs shortcut.")
     return 1 if failures else 0
 
 

@@ -251,6 +251,7 @@ def compare_arrays(
             )
             stats["median_absdiff"], stats["median_reldiff"] = extra["median_absdiff"], extra["median_reldiff"]
     flat_index = stats.pop("worst_index")
+    nan_counts = stats.pop("nan_counts")  # counted in the same pass, block by block
     mismatch_count = stats["mismatch_count"]
     passed = None if mismatch_count is None else mismatch_count == 0
     if threshold.exact and not (passed if passed is not None else threshold.passed(_Statistics(stats))):
@@ -266,8 +267,7 @@ def compare_arrays(
         for key, value in _element(a, b, worst_index, infinities_compare_equal, nans_compare_equal).items():
             setattr(result, key, value)
         if "f" in (widened_dtype(a.dtype).kind, widened_dtype(b.dtype).kind):
-            counts = _nan_counts(a, b)
-            result.nan_counts = counts if any(counts) else None
+            result.nan_counts = nan_counts if any(nan_counts) else None
     return result
 
 
@@ -302,12 +302,6 @@ class _Statistics:
 
     def __init__(self, stats: dict):
         self.__dict__.update(stats)
-
-
-def _nan_counts(a, b) -> tuple[int, int]:
-    """``(NaN on both sides, NaN on one side only)`` over all elements."""
-    nan_a, nan_b = np.isnan(cast_up(a)), np.isnan(cast_up(b))
-    return int(np.count_nonzero(nan_a & nan_b)), int(np.count_nonzero(nan_a ^ nan_b))
 
 
 def missing_output_result(name: str, missing_from: str) -> OutputCompareResult:

@@ -87,6 +87,6 @@ def abs_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         unsigned = unsigned_dtype(common)
         return np.subtract(high.view(unsigned), low.view(unsigned))
     if a.dtype.kind in "biu" and b.dtype.kind in "biu":
-        exact = np.abs(a.astype(object) - b.astype(object)).astype(np.float64)
+        exact = np.asarray(np.abs(a.astype(object) - b.astype(object))).astype(np.float64)  # 0-d: an int
         return exact.reshape(np.broadcast_shapes(a.shape, b.shape))
     return np.abs(np.subtract(a, b))

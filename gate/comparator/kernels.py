@@ -10,12 +10,15 @@ where not, D2). Same-sign infinities on both sides (D1, ``infinities_compare_equ
 both sides (``nans_compare_equal``) have both differences set to 0.
 
 ``diff_statistics`` walks the arrays in blocks of ``CHUNK`` elements (C order), so temporaries stay
-in cache and extra memory stays at a few blocks whatever the size of the outputs; the inputs are
-never copied whole nor modified. Each block's differences are bit for bit the slice of the
-whole-array ones: every formula is element-wise, blocks of equal-dtype float or integer inputs
-take a shortcut that skips only steps that are no-ops there (no NaN in the block's absdiff, so no
-equal specials; no zero in the reference), and any other block is computed by ``reference_diffs``
-itself. Over the blocks:
+in cache and extra memory stays at a few blocks per thread whatever the size of the outputs; the
+inputs are never copied whole nor modified. Each block's differences are bit for bit the slice of
+the whole-array ones (``gate.comparator.kernels_blocks``): every formula is element-wise, blocks of
+equal-dtype float or integer inputs take a shortcut that skips only steps that are no-ops there
+(no NaN in the block's absdiff, so no equal specials; no zero in the reference), and any other
+block is computed by ``reference_diffs`` itself. The blocks run on a few threads
+(``gate.comparator.kernels_threads``, ``ACCURACY_GATE_COMPARE_THREADS``); each block is summarised
+on its thread and the summaries are combined in block order, so every number below is the same
+for any thread count. Over the blocks:
 
 - max: exact (the maximum of the block maxima; NaN propagates as with ``np.amax``).
 - mean: float64 sums of each block, added (D3); it can differ from one float64 sum over the whole
@@ -23,6 +26,8 @@ itself. Over the blocks:
 - mismatch count (elemwise) and ``worst_index``: the index of the largest absdiff among mismatched
   elements (the first NaN first, then the first maximum), else of the largest absdiff overall, as
   ``np.argmax`` orders them.
+- NaN counts (NaN on both sides, on one side only): 0 in a block whose absdiff holds no NaN (so
+  neither input does), else counted in that block.
 - median / quantile (only when the check needs them; ``gate.comparator.kernels_select``): exact
   order statistics. A sample of the differences brackets the wanted ranks; the pass counts the
   elements below and at the bracket's ends and keeps the (few) values strictly inside, and the
@@ -36,11 +41,12 @@ itself. Over the blocks:
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 
-from gate.comparator.dtypes import ML_WIDENING, abs_difference, cast_up, cast_up_dtype, unsigned_dtype
+from gate.comparator.dtypes import cast_up
+from gate.comparator.kernels_blocks import EPSILON, SCRATCH, Block, BlockDiffs, reference_diffs
+from gate.comparator.kernels_float16 import FLOAT16, identical_zero_count
 from gate.comparator.kernels_select import (
     Bracket,
     direct_order_stats,
@@ -49,199 +55,23 @@ from gate.comparator.kernels_select import (
     sample_positions,
     select_order_stats,
 )
+from gate.comparator.kernels_threads import Leader, block_map, compare_threads
 
-EPSILON = 2.220446049250313e-16
+__all__ = ["CHUNK", "EPSILON", "cast_up", "diff_statistics", "reference_diffs"]
+
 CHUNK = 1 << 18  # elements per block: 1 MiB of float32 per temporary
 # (The sample sizes of the order statistics: gate.comparator.kernels_select.SAMPLE_MIN, SAMPLE_MAX.)
 
-_FLOAT16 = np.dtype(np.float16)  # native byte order only (``view(np.uint16)`` reads native bits)
-_FLOAT16_TABLE = []
-
-
-def _float16_table() -> np.ndarray:
-    if not _FLOAT16_TABLE:
-        _FLOAT16_TABLE.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32))
-    return _FLOAT16_TABLE[0]
-
-
-def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True, nans_compare_equal=False):
-    """``(absdiff, reldiff, zero_reference_count)`` of two arrays of equal shape: the definition
-    (see the module docstring). Call it under ``np.errstate(invalid/over/divide="ignore")``."""
-    if a.dtype in ML_WIDENING or b.dtype in ML_WIDENING:
-        a, b = cast_up(a), cast_up(b)  # exact values in float32 / int32; the formulas below then apply
-    textual = a.dtype.kind in "OSU" or b.dtype.kind in "OSU"
-    if textual:
-        # Strings (ONNX tensor(string)) compare by equality: the difference is a mismatch indicator.
-        absdiff = np.not_equal(a, b)
-        b = np.ones(b.shape, np.bool_)  # the indicator's reference: relative error = indicator
-    elif a.dtype == np.bool_ and b.dtype == np.bool_:
-        absdiff = np.logical_xor(a, b)
-    else:
-        absdiff = abs_difference(a, b)
-    equal_specials = None
-    if infinities_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
-        equal_specials = np.isinf(a) & (a == b)
-    if nans_compare_equal and np.issubdtype(absdiff.dtype, np.floating):
-        both_nan = np.isnan(a) & np.isnan(b)
-        equal_specials = both_nan if equal_specials is None else equal_specials | both_nan
-    if equal_specials is not None and equal_specials.any():
-        absdiff = np.where(equal_specials, 0, absdiff)
-
-    reference = cast_up(b)
-    zero_reference = reference == 0
-    zero_count = int(np.count_nonzero(zero_reference))
-    if np.issubdtype(reference.dtype, np.floating):
-        reference = np.where(zero_reference, reference + EPSILON, reference)
-        reldiff = absdiff / np.abs(reference)
-        if equal_specials is not None:
-            reldiff = np.where(equal_specials, 0, reldiff)
-    else:
-        # D2: integer and bool references have no epsilon; 0 where equal, inf where not.
-        magnitude = np.abs(reference.astype(np.float64))
-        reldiff = np.divide(absdiff, magnitude, out=np.where(absdiff == 0, 0.0, np.inf), where=~zero_reference)
-    return absdiff, reldiff, zero_count
-
-
-# ------------------------------------------------------------------------------------- scratch
-
-
-class _Scratch(threading.local):
-    """Per-thread temporaries of at most CHUNK elements, reused across calls (no page faults per
-    call; a few MiB per thread in all)."""
-
-    def __init__(self):
-        self.buffers = {}
-
-    def get(self, key: str, dtype, size: int) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        buf = self.buffers.get((key, dtype))
-        if buf is None or buf.size < size:
-            buf = np.empty(size, dtype)
-            self.buffers[(key, dtype)] = buf
-        return buf[:size]
-
-
-_SCRATCH = _Scratch()
-
 
 def _flat(x: np.ndarray):
-    """The elements of ``x`` in C order, sliceable without copying ``x`` whole."""
+    """The elements of ``x`` in C order, indexable without copying ``x`` whole."""
     return x.reshape(-1) if x.flags.c_contiguous else x.flat
 
 
-# ----------------------------------------------------------------------------------- the blocks
-
-
-class _BlockDiffs:
-    """``absdiff``, ``reldiff``, the zero-reference count and ``max(absdiff)`` of one block, element
-    for element equal to ``reference_diffs`` of that block. Returned arrays may be scratch buffers,
-    valid until the next call."""
-
-    def __init__(self, a, b, infinities_compare_equal, nans_compare_equal):
-        self.inf_eq = infinities_compare_equal
-        self.nan_eq = nans_compare_equal
-        self.mode = "reference"
-        if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8 and a.dtype not in ML_WIDENING:
-            self.mode = "float" if a.dtype.kind == "f" else "int"
-            self.work = cast_up_dtype(a.dtype)
-            self.cast = self.work != a.dtype
-            if self.mode == "int":
-                self.absdiff_dtype = unsigned_dtype(self.work)  # as abs_difference gives it
-            if self.mode == "float":
-                # What ``reference + EPSILON`` gives at a zero of the reference, in its dtype.
-                self.eps = (np.zeros(1, self.work) + EPSILON)[0]
-
-    def __call__(self, ac, bc):
-        self.absdiff64 = None  # set by the integer path: absdiff converted to float64
-        if self.mode == "float":
-            return self._float(ac, bc)
-        if self.mode == "int":
-            return self._int(ac, bc)
-        return self._reference(ac, bc)
-
-    def _reference(self, ac, bc):
-        absdiff, reldiff, zero_count = reference_diffs(ac, bc, self.inf_eq, self.nan_eq)
-        return absdiff, reldiff, zero_count, np.maximum.reduce(absdiff)
-
-    def _operands(self, ac, bc):
-        if not self.cast:
-            return ac, bc
-        k = ac.size
-        a_work = _SCRATCH.get("a", self.work, k)
-        b_work = _SCRATCH.get("b", self.work, k)
-        if ac.dtype == _FLOAT16:
-            # float16 -> float32 through a table of numpy's own conversion of all 65536 bit
-            # patterns: the same bits, about twice as fast as numpy's cast here.
-            table = _float16_table()
-            np.take(table, ac.view(np.uint16), out=a_work, mode="clip")
-            np.take(table, bc.view(np.uint16), out=b_work, mode="clip")
-        else:
-            np.copyto(a_work, ac)
-            np.copyto(b_work, bc)
-        return a_work, b_work
-
-    def _float(self, ac, bc):
-        k = ac.size
-        a_work, b_work = self._operands(ac, bc)
-        absdiff = _SCRATCH.get("abs", self.work, k)
-        np.subtract(a_work, b_work, out=absdiff)
-        np.abs(absdiff, out=absdiff)
-        top = np.maximum.reduce(absdiff)
-        if top != top:
-            # NaN in the block: NaN or infinities on both sides (D1, nans_compare_equal) need the
-            # full definition.
-            return self._reference(ac, bc)
-        reldiff = _SCRATCH.get("rel", self.work, k)
-        np.abs(b_work, out=reldiff)
-        zero_count = 0
-        if not np.minimum.reduce(reldiff) > 0:
-            zeros = _SCRATCH.get("zero", np.bool_, k)
-            np.equal(reldiff, 0, out=zeros)
-            zero_count = int(np.count_nonzero(zeros))
-            # |reference| + (eps where it is 0, else 0): x + 0 == x, so this is the definition's
-            # where(), without a masked store (slow on irregular masks such as a ReLU's zeros).
-            eps = _SCRATCH.get("eps", self.work, k)
-            np.multiply(zeros, self.eps, out=eps)
-            np.add(reldiff, eps, out=reldiff)
-        np.divide(absdiff, reldiff, out=reldiff)
-        return absdiff, reldiff, zero_count, top
-
-    def _int(self, ac, bc):
-        k = ac.size
-        a_work, b_work = self._operands(ac, bc)
-        absdiff = _SCRATCH.get("abs", self.absdiff_dtype, k)
-        if self.cast:
-            # Widened 8/16-bit values (uint32 in int64): every difference fits the work dtype.
-            signed = absdiff.view(self.work)
-            np.subtract(a_work, b_work, out=signed)
-            np.abs(signed, out=signed)
-        else:
-            # int32, int64, uint64: max - min in the unsigned dtype of that width, exact (D17).
-            high = _SCRATCH.get("high", self.work, k)
-            low = _SCRATCH.get("low", self.work, k)
-            np.maximum(a_work, b_work, out=high)
-            np.minimum(a_work, b_work, out=low)
-            np.subtract(high.view(self.absdiff_dtype), low.view(self.absdiff_dtype), out=absdiff)
-        magnitude = _SCRATCH.get("mag", np.float64, k)
-        np.copyto(magnitude, b_work)
-        np.abs(magnitude, out=magnitude)
-        zero_count = 0
-        if not np.minimum.reduce(magnitude) > 0:
-            zeros = _SCRATCH.get("zero", np.bool_, k)
-            np.equal(magnitude, 0, out=zeros)
-            zero_count = int(np.count_nonzero(zeros))
-        # absdiff in float64 once (exact below 2**53, and what numpy converts it to anyway for
-        # the division, the float64 sum and comparisons with float tolerances).
-        absdiff64 = _SCRATCH.get("abs64", np.float64, k)
-        np.copyto(absdiff64, absdiff)
-        self.absdiff64 = absdiff64
-        reldiff = _SCRATCH.get("rel", np.float64, k)
-        np.divide(absdiff64, magnitude, out=reldiff)
-        if zero_count:
-            # D2 at the zeros of the reference: x / 0 is inf for x > 0 and NaN for x == 0, which
-            # becomes 0. Elsewhere the quotient is >= 0 and not NaN, so fmax(q, 0) == q.
-            np.fmax(reldiff, 0.0, out=reldiff)
-        return absdiff, reldiff, zero_count, np.maximum.reduce(absdiff)
+def _block(x: np.ndarray, start: int) -> np.ndarray:
+    """Elements ``[start, start + CHUNK)`` of ``x`` in C order, without copying ``x`` whole (a new
+    flat iterator per call for a non-contiguous ``x``: the blocks may be read on several threads)."""
+    return np.asarray(_flat(x)[start : start + CHUNK])
 
 
 def _beats(value, best) -> bool:
@@ -273,15 +103,17 @@ def diff_statistics(
     Returns a dict with ``max_absdiff``, ``max_reldiff``, ``mean_absdiff``, ``mean_reldiff``
     (Python numbers), ``median_absdiff``/``median_reldiff`` (only for ``median``; else None),
     ``quantile_absdiff``/``quantile_reldiff`` (only for ``quantile``; else None),
-    ``zero_reference_count``, ``mismatch_count`` (elemwise; else None) and ``worst_index`` (a flat
-    C-order index).
+    ``zero_reference_count``, ``mismatch_count`` (elemwise; else None), ``worst_index`` (a flat
+    C-order index) and ``nan_counts`` (NaN on both sides, NaN on one side only).
+
+    Raises:
+        GateError: ``ACCURACY_GATE_COMPARE_THREADS`` is not a whole number >= 1.
     """
     n = a.size
-    flat_a, flat_b = _flat(a), _flat(b)
-    diffs = _BlockDiffs(a, b, infinities_compare_equal, nans_compare_equal)
+    diffs = BlockDiffs(a, b, infinities_compare_equal, nans_compare_equal)
     elemwise = check_error_stat == "elemwise"
     if diffs.mode != "reference":
-        identical = _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile)
+        identical = _identical_statistics(a, b, n, diffs, check_error_stat, quantile)
         if identical is not None:
             return identical
     ranks = None
@@ -297,74 +129,92 @@ def diff_statistics(
 
     brackets = None
     if order_stats and not single_block and ranks is not None:
-        brackets = _sample_brackets(flat_a, flat_b, n, ranks, infinities_compare_equal, nans_compare_equal)
+        brackets = _sample_brackets(diffs, a, b, n, ranks)
+    leaders = (Leader(), Leader())  # the worst absdiff, the worst mismatch
 
-    top_abs = top_rel = None
-    sums_abs, sums_rel = [], []  # float64 sum of each block, added with math.fsum
-    zero_count = 0
-    mismatch_count = 0
-    worst_value = worst_index = None
-    worst_mismatch = worst_mismatch_index = None
-    direct = {}
-    dtypes = None
-    for start in range(0, n, CHUNK):
-        ac = flat_a[start : start + CHUNK]
-        bc = flat_b[start : start + CHUNK]
-        absdiff, reldiff, block_zeros, block_top = diffs(ac, bc)
-        block_top_rel = np.maximum.reduce(reldiff)
-        dtypes = (absdiff.dtype, reldiff.dtype)
-        zero_count += block_zeros
-        absdiff64 = diffs.absdiff64 if diffs.absdiff64 is not None else absdiff
-        sums_abs.append(float(np.add.reduce(absdiff64, dtype=np.float64)))
-        sums_rel.append(float(np.add.reduce(reldiff, dtype=np.float64)))
-        top_abs = block_top if top_abs is None else np.maximum(top_abs, block_top)
-        top_rel = block_top_rel if top_rel is None else np.maximum(top_rel, block_top_rel)
-        if _beats(block_top, worst_value):
-            worst_value = block_top
-            worst_index = start + int(np.argmax(absdiff))
-        if elemwise and not (block_top <= atol or block_top_rel <= rtol):
-            count, value, local = _mismatches(
-                absdiff, absdiff64, reldiff, block_top, block_top_rel, atol, rtol, worst_mismatch
-            )
-            mismatch_count += count
-            if local is not None:
-                worst_mismatch, worst_mismatch_index = value, start + local
-        if order_stats:
-            if single_block:
-                direct = direct_order_stats(absdiff, reldiff, check_error_stat, quantile)
-            elif brackets is not None:
-                for bracket, d in zip(brackets, (absdiff, reldiff)):
-                    if bracket is not None:
-                        bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d)
+    def summarise(start: int) -> dict:
+        """What the statistics need of one block (its arrays are this thread's scratch)."""
+        block = diffs(_block(a, start), _block(b, start))
+        summary = {
+            "top": block.top,
+            "top_rel": block.top_rel,
+            "zeros": block.zero_count,
+            "nan_counts": block.nan_counts,
+            "sum_abs": float(np.add.reduce(block.absdiff64, dtype=np.float64)),
+            "sum_rel": float(np.add.reduce(block.reldiff, dtype=np.float64)),
+            "dtypes": (block.absdiff.dtype, block.reldiff.dtype),
+            "first_max": None,
+            "mismatches": (0, None, None),
+        }
+        if leaders[0].may_win(block.top, start):
+            summary["first_max"] = int(np.argmax(block.absdiff))
+            leaders[0].offer(block.top, start)
+        if elemwise and not (block.top <= atol or block.top_rel <= rtol):
+            summary["mismatches"] = _mismatches(block, atol, rtol, leaders[1], start, summary["first_max"])
+        if order_stats and single_block:
+            summary["direct"] = direct_order_stats(block.absdiff, block.reldiff, check_error_stat, quantile)
+        elif brackets is not None:
+            for bracket, d in zip(brackets, (block.absdiff, block.reldiff)):
+                if bracket is not None:
+                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d)
+        return summary
 
-    stats = {
-        "max_absdiff": top_abs.item(),
-        "max_reldiff": top_rel.item(),
-        "mean_absdiff": _total(sums_abs) / n,
-        "mean_reldiff": _total(sums_rel) / n,
-        "zero_reference_count": zero_count,
-        "mismatch_count": mismatch_count if elemwise else None,
-        "worst_index": worst_mismatch_index if elemwise and mismatch_count else worst_index,
-    }
+    starts = range(0, n, CHUNK)
+    summaries = block_map(summarise, starts, 1 if single_block else compare_threads())
+    stats, tops = _combine(summaries, starts, n, elemwise)
     if order_stats:
         if single_block:
-            stats.update(direct)
+            stats.update(summaries[0]["direct"])
         else:
             stats.update(
                 select_order_stats(
                     brackets,
-                    dtypes,
-                    (top_abs, top_rel),
+                    summaries[-1]["dtypes"],
+                    tops,
                     check_error_stat,
                     quantile,
                     quantile_q2,
-                    lambda i, dtype: _materialise(diffs, i, dtype, flat_a, flat_b, n),
+                    lambda i, dtype: _materialise(diffs, i, dtype, a, b, n),
                 )
             )
     return stats
 
 
-def _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile) -> dict | None:
+def _combine(summaries, starts, n, elemwise) -> tuple[dict, tuple]:
+    """The statistics of the whole arrays from the blocks' summaries, in block order (so the same
+    whatever thread computed which block), and the maxima (numpy scalars) of absdiff and reldiff."""
+    top_abs = top_rel = None
+    zero_count = mismatch_count = 0
+    nan_both = nan_one = 0
+    worst = worst_mismatch = None  # (value, start, local index)
+    for start, summary in zip(starts, summaries):
+        top_abs = summary["top"] if top_abs is None else np.maximum(top_abs, summary["top"])
+        top_rel = summary["top_rel"] if top_rel is None else np.maximum(top_rel, summary["top_rel"])
+        zero_count += summary["zeros"]
+        nan_both += summary["nan_counts"][0]
+        nan_one += summary["nan_counts"][1]
+        if _beats(summary["top"], None if worst is None else worst[0]):
+            worst = (summary["top"], start, summary["first_max"])
+        count, value, local = summary["mismatches"]
+        mismatch_count += count
+        if count and _beats(value, None if worst_mismatch is None else worst_mismatch[0]):
+            worst_mismatch = (value, start, local)
+    # A block that could not win skipped its argmax (kernels_threads.Leader); the winner never does.
+    winner = worst_mismatch if elemwise and mismatch_count else worst
+    assert winner[2] is not None, "the winning block computed its argmax"
+    return {
+        "max_absdiff": top_abs.item(),
+        "max_reldiff": top_rel.item(),
+        "mean_absdiff": _total([s["sum_abs"] for s in summaries]) / n,
+        "mean_reldiff": _total([s["sum_rel"] for s in summaries]) / n,
+        "zero_reference_count": zero_count,
+        "mismatch_count": mismatch_count if elemwise else None,
+        "worst_index": winner[1] + winner[2],
+        "nan_counts": (nan_both, nan_one),
+    }, (top_abs, top_rel)
+
+
+def _identical_statistics(a, b, n, diffs, check_error_stat, quantile) -> dict | None:
     """The statistics of two numeric arrays of one dtype that are equal element for element and
     finite (a deterministic backend against its own golden outputs), else None.
 
@@ -378,9 +228,14 @@ def _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile) 
     floating = diffs.mode == "float"
     zeros = 0
     for start in range(0, n, CHUNK):
-        ac = flat_a[start : start + CHUNK]
-        bc = flat_b[start : start + CHUNK]
-        equal = _SCRATCH.get("equal", np.bool_, ac.size)
+        ac, bc = _block(a, start), _block(b, start)
+        equal = SCRATCH.get("equal", np.bool_, ac.size)
+        if ac.dtype == FLOAT16:
+            block_zeros = identical_zero_count(ac, bc, equal, SCRATCH.get("magnitude", np.uint16, ac.size))
+            if block_zeros is None:
+                return None
+            zeros += block_zeros
+            continue
         np.equal(ac, bc, out=equal)
         if not np.logical_and.reduce(equal):
             return None
@@ -400,6 +255,7 @@ def _identical_statistics(flat_a, flat_b, n, diffs, check_error_stat, quantile) 
         "zero_reference_count": zeros,
         "mismatch_count": 0 if check_error_stat == "elemwise" else None,
         "worst_index": 0,
+        "nan_counts": (0, 0),
     }
     if check_error_stat in ("median", "quantile"):
         stats.update(direct_order_stats(abs_zero, rel_zero, check_error_stat, quantile))
@@ -418,63 +274,83 @@ def _total(sums) -> float:
         return total
 
 
-def _mismatches(absdiff, absdiff64, reldiff, top_abs, top_rel, atol, rtol, worst):
-    """``(count, value, local index)`` of the block's elements outside both tolerances; value and
-    index of the worst of them when it beats ``worst`` (else index None). ``absdiff64`` is
-    ``absdiff`` itself or, for integers, its float64 conversion: numpy compares an integer array
-    with a float tolerance in float64 anyway."""
+def _mismatches(block: Block, atol, rtol, leader: Leader, start: int, first_max):
+    """``(count, value, local index)`` of the block's elements outside both tolerances: their
+    number, the worst of them (``np.argmax`` order) and its index, None where ``leader`` shows it
+    cannot be the worst overall. ``first_max``: ``argmax(absdiff)`` if already known."""
+    absdiff, top_abs, top_rel = block.absdiff, block.top, block.top_rel
     k = absdiff.size
-    over_abs = _SCRATCH.get("over_abs", np.bool_, k)
-    np.greater(absdiff64, atol, out=over_abs)
+    over_abs = SCRATCH.get("over_abs", np.bool_, k)
+    np.greater(block.absdiff64, atol, out=over_abs)
     if top_abs != top_abs:
         over_abs |= np.isnan(absdiff)
-    over_rel = _SCRATCH.get("over_rel", np.bool_, k)
-    np.greater(reldiff, rtol, out=over_rel)
+    over_rel = SCRATCH.get("over_rel", np.bool_, k)
+    np.greater(block.reldiff, rtol, out=over_rel)
     if top_rel != top_rel:
-        over_rel |= np.isnan(reldiff)
+        over_rel |= np.isnan(block.reldiff)
     np.logical_and(over_abs, over_rel, out=over_abs)
     count = int(np.count_nonzero(over_abs))
     if not count:
         return 0, None, None
+    if first_max is None:
+        first_max = int(np.argmax(absdiff))
+    if over_abs[first_max]:
+        # The first largest difference (or first NaN) is a mismatch: the worst mismatch, too.
+        value, local = absdiff[first_max], first_max
+    else:
+        masked = _masked(absdiff, over_abs, top_abs)
+        value, local = np.maximum.reduce(masked), None
+        if leader.may_win(value, start):
+            local = int(np.argmax(masked))
+    if local is not None:
+        leader.offer(value, start)
+    return count, value, local
+
+
+def _masked(absdiff, mismatched, top_abs):
+    """``absdiff`` where ``mismatched``, elsewhere a value below every mismatched one: the same
+    ``argmax`` as ``where(mismatched, absdiff, -1)``."""
     if absdiff.dtype == np.bool_:
-        masked = over_abs
-    elif absdiff.dtype.kind in "iu" or (absdiff.dtype.kind == "f" and np.isfinite(top_abs)):
+        return mismatched
+    if absdiff.dtype.kind in "iu" or (absdiff.dtype.kind == "f" and np.isfinite(top_abs)):
         # Mismatched values are > atol >= 0; the others become 0 (x * False), below all of them.
         # Same argmax as the where() below, without its slow masked selection.
-        masked = _SCRATCH.get("masked", absdiff.dtype, k)
-        np.multiply(absdiff, over_abs, out=masked)
-    else:
-        # Below every mismatched value (those are > atol >= 0, or NaN); 0 for unsigned integers,
-        # where -1 would wrap around to the largest value.
-        masked = np.where(over_abs, absdiff, 0 if absdiff.dtype.kind == "u" else -1)
-    value = np.maximum.reduce(masked)
-    if not _beats(value, worst):
-        return count, None, None
-    return count, value, int(np.argmax(masked))
+        masked = SCRATCH.get("masked", absdiff.dtype, absdiff.size)
+        np.multiply(absdiff, mismatched, out=masked)
+        return masked
+    # Below every mismatched value (those are > atol >= 0, or NaN); 0 for unsigned integers,
+    # where -1 would wrap around to the largest value.
+    return np.where(mismatched, absdiff, 0 if absdiff.dtype.kind == "u" else -1)
 
 
-def _sample_brackets(flat_a, flat_b, n, ranks, infinities_compare_equal, nans_compare_equal):
+def _sample_brackets(diffs, a, b, n, ranks):
     """One ``Bracket`` per difference (abs, rel), from the differences at a stratified random
     sample of positions; None for a difference whose sample holds NaN (its order statistics are
     NaN)."""
     positions = sample_positions(n)
-    sample_abs, sample_rel, _ = reference_diffs(
-        np.asarray(flat_a[positions]), np.asarray(flat_b[positions]), infinities_compare_equal, nans_compare_equal
-    )
+    sample_a, sample_b = _flat(a)[positions], _flat(b)[positions]
+    samples = None
+    for start in range(0, positions.size, CHUNK):  # the kernel's own blocks: the same values, faster
+        block = diffs(sample_a[start : start + CHUNK], sample_b[start : start + CHUNK])
+        if samples is None:
+            samples = [np.empty(positions.size, d.dtype) for d in (block.absdiff, block.reldiff)]
+        samples[0][start : start + CHUNK] = block.absdiff
+        samples[1][start : start + CHUNK] = block.reldiff
     brackets = []
-    for sample in (sample_abs, sample_rel):
+    for sample in samples:
         if sample.dtype == np.bool_:
             sample = sample.view(np.uint8)
         if sample.dtype.kind == "f" and np.isnan(np.maximum.reduce(sample)):
             brackets.append(None)
         else:
-            brackets.append(Bracket(np.array(sample, copy=True), n, ranks, CHUNK, _SCRATCH))
+            brackets.append(Bracket(sample, n, ranks, CHUNK, SCRATCH))
     return brackets
 
 
-def _materialise(diffs, i, dtype, flat_a, flat_b, n) -> np.ndarray:
+def _materialise(diffs, i, dtype, a, b, n) -> np.ndarray:
     """The whole difference ``i`` (0: absdiff, 1: reldiff) of ``dtype``, block by block."""
     full = np.empty(n, dtype)
     for start in range(0, n, CHUNK):
-        full[start : start + CHUNK] = diffs(flat_a[start : start + CHUNK], flat_b[start : start + CHUNK])[i]
+        block = diffs(_block(a, start), _block(b, start))
+        full[start : start + CHUNK] = block.absdiff if i == 0 else block.reldiff
     return full

@@ -11,6 +11,7 @@ whose bracket missed is materialised by the kernel and handed to numpy.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -65,36 +66,45 @@ class Bracket:
         self.cap = max(4 * (min(i_hi, m - 1) - max(i_lo, 0) + 1) * n // m, 2 * chunk)
         self.scratch = scratch
         self.overflow = False
+        self._lock = threading.Lock()
 
     def update(self, d: np.ndarray) -> None:
+        """Adds one block of the quantity (callable from several threads at once)."""
         k = d.size
         mask0 = self.scratch.get("bracket0", np.bool_, k)
         mask1 = self.scratch.get("bracket1", np.bool_, k)
         np.less(d, self.lo, out=mask0)
-        self.below += int(np.count_nonzero(mask0))
+        below = int(np.count_nonzero(mask0))
+        at_lo = at_hi = 0
+        values = None
         if self.mode == "point":
             np.less_equal(d, self.lo, out=mask0)
-            self.at_or_below_lo += int(np.count_nonzero(mask0))
-            return
-        if self.mode == "inclusive":
-            # count(d <= hi) is below + the kept values: known in values().
-            np.less_equal(d, self.hi, out=mask1)
-            np.logical_xor(mask0, mask1, out=mask0)  # (d < lo) implies (d <= hi): lo <= d <= hi
+            at_lo = int(np.count_nonzero(mask0))
         else:
-            np.less_equal(d, self.lo, out=mask0)
-            self.at_or_below_lo += int(np.count_nonzero(mask0))
-            np.less_equal(d, self.hi, out=mask1)
-            self.at_or_below_hi += int(np.count_nonzero(mask1))
-            np.less(d, self.hi, out=mask1)
-            np.logical_xor(mask0, mask1, out=mask0)  # (d <= lo) implies (d < hi): lo < d < hi
-        if not self.overflow:
-            values = np.compress(mask0, d)  # (twice as fast as d[mask0] here)
-            self.inside_count += values.size
-            if self.inside_count > self.cap:
-                self.overflow = True
-                self.inside = []
-            elif values.size:
-                self.inside.append(values)
+            if self.mode == "inclusive":
+                # count(d <= hi) is below + the kept values: known in values().
+                np.less_equal(d, self.hi, out=mask1)
+                np.logical_xor(mask0, mask1, out=mask0)  # (d < lo) implies (d <= hi): lo <= d <= hi
+            else:
+                np.less_equal(d, self.lo, out=mask0)
+                at_lo = int(np.count_nonzero(mask0))
+                np.less_equal(d, self.hi, out=mask1)
+                at_hi = int(np.count_nonzero(mask1))
+                np.less(d, self.hi, out=mask1)
+                np.logical_xor(mask0, mask1, out=mask0)  # (d <= lo) implies (d < hi): lo < d < hi
+            if not self.overflow:
+                values = np.compress(mask0, d)  # (twice as fast as d[mask0] here)
+        with self._lock:
+            self.below += below
+            self.at_or_below_lo += at_lo
+            self.at_or_below_hi += at_hi
+            if values is not None and not self.overflow:
+                self.inside_count += values.size
+                if self.inside_count > self.cap:
+                    self.overflow = True
+                    self.inside = []
+                elif values.size:
+                    self.inside.append(values)  # in any order: values() selects by rank
 
     def values(self):
         """The values at ``ranks`` (numpy scalars), or None."""
