@@ -17,9 +17,19 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from gate.comparator.kernels_threads import DEFAULT_MAX_THREADS, THREADS_ENV, usable_cpus
 from gate.errors import GateError
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
+def shard_compare_threads(jobs: int, cpus: int | None = None) -> int:
+    """The compare threads of each of ``jobs`` CPU shard processes (``--jobs``), when
+    ``ACCURACY_GATE_COMPARE_THREADS`` is not set: the usable CPUs shared out, at least 1, at most
+    the kernel's default maximum (``gate.comparator.kernels_threads``), so that N processes do not
+    each start the default pool on the same cores."""
+    cpus = usable_cpus() if cpus is None else cpus
+    return max(1, min(DEFAULT_MAX_THREADS, cpus // max(1, jobs)))
 
 
 def visible_device_count() -> int:
@@ -119,6 +129,9 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
     with tempfile.TemporaryDirectory(prefix="accuracy-gate-shards-") as folder:
         processes = []
         saved = os.environ.get(VISIBLE)
+        saved_threads = os.environ.get(THREADS_ENV)
+        if saved_threads is None and devices is None:
+            os.environ[THREADS_ENV] = str(shard_compare_threads(count))
         try:
             for index in range(1, count + 1):
                 paths = (str(Path(folder) / f"partial-{index}.json"), str(Path(folder) / f"error-{index}.txt"))
@@ -128,10 +141,11 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
                 process.start()
                 processes.append((index, process, paths))
         finally:
-            if saved is None:
-                os.environ.pop(VISIBLE, None)
-            else:
-                os.environ[VISIBLE] = saved
+            for name, value in ((VISIBLE, saved), (THREADS_ENV, saved_threads)):
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
         for _, process, _ in processes:
             process.join()
         runs = []

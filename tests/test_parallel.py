@@ -101,3 +101,12 @@ def test_parse_devices():
         parse_devices("3", visible="0,1")
     with pytest.raises(GateError, match=r"^--devices must be 'all' or device indices"):
         parse_devices("gpu0", visible="")
+
+
+def test_cpu_shards_share_the_compare_threads_out():
+    # --jobs N starts N processes on the same cores: each gets its share of the kernel's threads
+    # (gate.comparator.kernels_threads), not the default pool of min(4, CPUs) each.
+    from gate.parallel import shard_compare_threads
+
+    assert [shard_compare_threads(jobs, cpus=16) for jobs in (1, 2, 3, 4, 8, 16, 32)] == [4, 4, 4, 4, 2, 1, 1]
+    assert [shard_compare_threads(jobs, cpus=2) for jobs in (1, 2, 3)] == [2, 1, 1]

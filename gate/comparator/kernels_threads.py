@@ -33,7 +33,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -48,7 +49,7 @@ def compare_threads() -> int:
         GateError: the variable is set to anything but an integer >= 1."""
     value = os.environ.get(THREADS_ENV, "").strip()
     if not value:
-        return max(1, min(DEFAULT_MAX_THREADS, _cpus()))
+        return max(1, min(DEFAULT_MAX_THREADS, usable_cpus()))
     try:
         threads = int(value)
     except ValueError:
