@@ -70,7 +70,7 @@ def test_folder_with_neither_layout(tmp_path):
     (tmp_path / "readme.txt").write_text("x")
     with pytest.raises(GateError, match="holds neither test_data_set_<N>/ folders"):
         open_tensor_set(tmp_path, "input")
-    with pytest.raises(GateError, match="directory not found"):
+    with pytest.raises(GateError, match="nope: not found; expected stored inputs there: a folder of <N>.npz files"):
         open_tensor_set(tmp_path / "nope", "input")
 
 

@@ -26,20 +26,34 @@ _ZOO_DIR = re.compile(r"^test_data_set_(\d+)$")
 _NPZ_FILE = re.compile(r"^(\d+)\.npz$")
 
 
-def detect_layout(directory: Path) -> str:
+LAYOUTS = (
+    "a folder of <N>.npz files, a folder of test_data_set_<N>/ folders (ONNX model-zoo layout), "
+    "or a Polygraphy JSON file or folder"
+)
+"""The layouts stored inputs and golden outputs are read from, for messages (the README's list)."""
+
+_WHAT = {"input": "stored inputs", "output": "golden outputs"}
+
+
+def detect_layout(directory: Path, kind: str | None = None) -> str:
     """Returns ``"onnx-zoo"`` or ``"npz"`` for an existing directory, or ``"polygraphy-json"`` for a
-    ``.json`` file or a directory of ``*.json`` files (``gate.data.polygraphy_json``).
+    ``.json`` file or a directory of ``*.json`` files (``gate.data.polygraphy_json``). ``kind``
+    (``input`` / ``output``) only words the messages.
 
     Raises:
-        GateError: the directory (or ``.json`` file) is missing or holds none of the layouts.
+        GateError: the path is missing, is a file other than a ``.json`` one, or is a directory that
+            holds none of the layouts (naming the layouts accepted).
     """
     directory = Path(directory)
+    what = _WHAT.get(kind, "stored inputs or golden outputs")
     if directory.suffix.lower() == ".json" and not directory.is_dir():
         if not directory.is_file():
-            raise GateError(f"{directory}: file not found; expected Polygraphy JSON inputs or golden outputs.")
+            raise GateError(f"{directory}: file not found; expected a Polygraphy JSON file of {what}.")
         return POLYGRAPHY_JSON
     if not directory.is_dir():
-        raise GateError(f"{directory}: directory not found; expected stored inputs or golden outputs there.")
+        if directory.exists():
+            raise GateError(f"{directory}: is a file, not a folder; {what} are read from {LAYOUTS} (.json).")
+        raise GateError(f"{directory}: not found; expected {what} there: {LAYOUTS}.")
     names = os.listdir(directory)
     found = [
         layout
@@ -123,7 +137,7 @@ class TensorSet:
         self.kind = kind
         self.names = list(names)
         self.types = dict(types or {})
-        self.layout = detect_layout(self.directory)
+        self.layout = detect_layout(self.directory, kind)
         pattern = _ZOO_DIR if self.layout == MODEL_ZOO else _NPZ_FILE
         self.entries = _indexed_entries(self.directory, pattern)
 
@@ -237,7 +251,7 @@ def open_tensor_set(
         GateError: (besides the readers' errors) ``runner`` given for another layout, where it would
             have no effect.
     """
-    layout = detect_layout(directory)
+    layout = detect_layout(directory, kind)
     if layout == POLYGRAPHY_JSON:
         from gate.data.polygraphy_json import PolygraphyJsonSet
 

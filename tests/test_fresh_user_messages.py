@@ -1,0 +1,69 @@
+"""One-line messages a fresh user met that sent them the wrong way (a missing --golden path told to
+re-record, a file given as --inputs called a missing directory, ...): each says what is wrong with
+what the user gave, and what is expected. Real CLI runs on a small generated model."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conftest import make_small_model, run_cli, write_gate_toml
+
+ACCEPTED = (
+    "a folder of <N>.npz files, a folder of test_data_set_<N>/ folders (ONNX model-zoo layout), "
+    "or a Polygraphy JSON file or folder"
+)
+
+
+def one_line_error(proc) -> str:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def _recorded(folder, iterations=2):
+    make_small_model(folder / "m.onnx")
+    (folder / "inputs").mkdir()
+    for i in range(iterations):
+        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), 0.5 * i, np.float32))
+    cfg = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    return cfg
+
+
+def test_a_missing_golden_path_given_by_flag_is_not_found_not_unrecorded(tmp_path):
+    cfg = _recorded(tmp_path)
+    for given in ("two.json", "elsewhere"):
+        line = one_line_error(run_cli("check", cfg, "--golden", tmp_path / given))
+        assert line == (
+            f"accuracy-gate: error: {tmp_path}/{given}: not found (--golden); "
+            f"expected golden outputs there: {ACCEPTED}."
+        )
+    cfg.write_text(cfg.read_text().replace('golden = "golden"', 'golden = "unrecorded"'))
+    line = one_line_error(run_cli("check", cfg))  # the configured folder, not yet recorded: record it
+    assert (
+        line == f"accuracy-gate: error: {tmp_path}/unrecorded: no golden outputs yet; "
+        f"record them with 'accuracy-gate record {cfg}'."
+    )
+
+
+def test_missing_or_file_inputs_say_which_layouts_are_read(tmp_path):
+    cfg = _recorded(tmp_path)
+    line = one_line_error(run_cli("check", cfg, "--inputs", tmp_path / "nope"))
+    assert line == f"accuracy-gate: error: {tmp_path}/nope: not found; expected stored inputs there: {ACCEPTED}."
+    line = one_line_error(run_cli("check", cfg, "--inputs", tmp_path / "inputs" / "0.npz"))
+    assert line == (
+        f"accuracy-gate: error: {tmp_path}/inputs/0.npz: is a file, not a folder; stored inputs are read from "
+        f"{ACCEPTED} (.json)."
+    )
+    line = one_line_error(run_cli("check", cfg, "--inputs", tmp_path / "nope.json"))
+    assert (
+        line == f"accuracy-gate: error: {tmp_path}/nope.json: file not found; "
+        "expected a Polygraphy JSON file of stored inputs."
+    )
+    proc = run_cli("run", "m.onnx", "--onnxrt", "--load-inputs", "inputs", "--load-outputs", "gone", cwd=tmp_path)
+    assert (
+        one_line_error(proc)
+        == f"accuracy-gate: error: {tmp_path}/gone: not found; expected golden outputs there: {ACCEPTED}."
+    )
