@@ -67,3 +67,17 @@ def test_missing_or_file_inputs_say_which_layouts_are_read(tmp_path):
         one_line_error(proc)
         == f"accuracy-gate: error: {tmp_path}/gone: not found; expected golden outputs there: {ACCEPTED}."
     )
+
+
+def test_a_gap_in_the_golden_files_names_the_missing_file_and_those_found(tmp_path):
+    cfg = _recorded(tmp_path, iterations=4)
+    golden = tmp_path / "golden"
+    golden.joinpath("1.npz").unlink()  # 0, 2, 3 are left
+    line = one_line_error(run_cli("check", cfg))
+    assert line == (
+        f"accuracy-gate: error: {golden}/1.npz is missing (found 0, 2, 3: iterations are numbered from 0 without gaps)."
+    )
+    for i in (0, 2, 3):
+        golden.joinpath(f"{i}.npz").rename(golden / f"{i:03d}.npz")  # zero-padded names: named alike
+    assert one_line_error(run_cli("check", cfg)).endswith(f"{golden}/001.npz is missing (found 0, 2, 3: iterations "
+                                                          "are numbered from 0 without gaps).")  # fmt: skip

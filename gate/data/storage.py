@@ -106,11 +106,23 @@ def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
         found[index] = directory / name
     for expected in range(len(found)):
         if expected not in found:
-            raise GateError(
-                f"{directory}: iteration {expected} is missing; iterations must be numbered 0..{len(found) - 1} "
-                "without gaps."
-            )
+            raise GateError(_gap_message(directory, pattern, found, expected))
     return [found[i] for i in range(len(found))]
+
+
+def _gap_message(directory: Path, pattern: re.Pattern, found: dict, missing: int) -> str:
+    """``<dir>/1.npz is missing (found 0, 2, 3: iterations are numbered from 0 without gaps)``: the
+    first missing iteration named as its file would be (zero-padded as the others are), and the
+    indices found (the first 10 and the last, for a large set)."""
+    if pattern is _ZOO_DIR:
+        name = f"test_data_set_{missing}"
+    else:
+        digits = [_NPZ_FILE.match(path.name).group(1) for path in found.values()]
+        width = len(digits[0]) if digits[0].startswith("0") and len({len(d) for d in digits}) == 1 else 1
+        name = f"{missing:0{width}d}.npz"
+    indices = sorted(found)
+    shown = [str(i) for i in indices] if len(indices) <= 11 else [*map(str, indices[:10]), "...", str(indices[-1])]
+    return f"{directory / name} is missing (found {', '.join(shown)}: iterations are numbered from 0 without gaps)."
 
 
 class TensorSet:
