@@ -81,3 +81,22 @@ def test_a_gap_in_the_golden_files_names_the_missing_file_and_those_found(tmp_pa
         golden.joinpath(f"{i}.npz").rename(golden / f"{i:03d}.npz")  # zero-padded names: named alike
     assert one_line_error(run_cli("check", cfg)).endswith(f"{golden}/001.npz is missing (found 0, 2, 3: iterations "
                                                           "are numbered from 0 without gaps).")  # fmt: skip
+
+
+def test_an_unreadable_per_output_value_says_what_is_expected_not_pythons_int_text(tmp_path):
+    cfg = _recorded(tmp_path)
+    assert run_cli("check", cfg, "--report", tmp_path / "r.json").returncode == 0
+    cases = {
+        ("--max-failed-iterations", "y:1.5"): "a count such as 2 or a share of the iterations such as 0.5%",
+        ("--atol", "y:abc"): "a number such as 1e-05",
+        ("--error-quantile", "q"): "a number from 0 to 1 such as 0.99",
+        ("--top-k", "y:1.5"): "an integer such as 5",
+        ("--regression-margin", "5x"): "an abs error margin such as 1e-4 or a share such as 5%",
+    }
+    for (flag, value), expected in cases.items():
+        extra = ("--baseline", tmp_path / "r.json", "--fail-on", "regression") if flag == "--regression-margin" else ()
+        line = one_line_error(run_cli("check", cfg, flag, value, *extra))
+        assert (
+            line
+            == f"accuracy-gate: error: {flag}: cannot read {value!r}; expected {expected} (NAME:VALUE for one output)."
+        )
