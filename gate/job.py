@@ -3,12 +3,14 @@ output with the golden outputs) and ``record`` (write golden outputs from a refe
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from shlex import quote
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
 from gate.data.golden_folder import check_leftovers, remove_golden_files
 from gate.data.onnx_model import model_io, output_dtypes
+from gate.data.polygraphy_json import SeveralRunners
 from gate.data.readahead import ReadAhead
 from gate.data.storage import LAYOUTS, MODEL_ZOO, POLYGRAPHY_JSON
 from gate.dtype_rules import GateCompareFunc
@@ -116,7 +119,13 @@ def _where(inputs, golden, index) -> str:
 
 
 def _open(path, kind, names, labels, types=None, runner=None):
-    stored = open_tensor_set(path, kind, names, runner, types)
+    try:
+        stored = open_tensor_set(path, kind, names, runner, types)
+    except SeveralRunners as err:  # check: gate.toml's key or the flag
+        example = err.runners[-1]
+        raise err.picked_by(
+            f"golden_runner = {json.dumps(example)} in gate.toml or --golden-runner {quote(example)}"
+        ) from None
     label = (labels or {}).get(kind)
     return Labelled(stored, label) if label else stored
 
