@@ -4,6 +4,8 @@ what the user gave, and what is expected. Real CLI runs on a small generated mod
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from conftest import make_small_model, run_cli, write_gate_toml
@@ -100,3 +102,25 @@ def test_an_unreadable_per_output_value_says_what_is_expected_not_pythons_int_te
             line
             == f"accuracy-gate: error: {flag}: cannot read {value!r}; expected {expected} (NAME:VALUE for one output)."
         )
+
+
+def test_preview_precision_without_a_converter_names_the_flag_given_and_the_extra(tmp_path, monkeypatch, capsys):
+    # onnxconverter-common (and ModelOpt) absent, as in a plain 'pip install accuracy-gate': Python's
+    # own import blocker (a None entry in sys.modules) makes find_spec report them missing.
+    from gate.cli import main
+
+    cfg = _recorded(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the default report paths are the working directory's
+    monkeypatch.setitem(sys.modules, "onnxconverter_common", None)
+    monkeypatch.setitem(sys.modules, "modelopt", None)
+    assert main(["check", str(cfg), "--preview-precision", "fp16", "--junit", str(tmp_path / "j.xml")]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line == (
+        "accuracy-gate: error: --preview-precision fp16 converts the model first, which needs onnxconverter-common "
+        "(pip install 'accuracy-gate[precision]') or ModelOpt (pip install 'nvidia-modelopt[onnx]')."
+    )
+    assert main(["check", str(cfg), "--preview-precision", "bf16", "--junit", str(tmp_path / "j.xml")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "accuracy-gate: error: --preview-precision bf16 needs ModelOpt AutoCast (pip install 'nvidia-modelopt[onnx]'); "
+        "onnxconverter-common converts to fp16 only."
+    )
