@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
-from conftest import make_small_model, run_cli, write_gate_toml
+from conftest import recorded_case, run_cli
 
 ACCEPTED = (
     "a folder of <N>.npz files, a folder of test_data_set_<N>/ folders (ONNX model-zoo layout), "
@@ -24,18 +22,8 @@ def one_line_error(proc) -> str:
     return lines[0]
 
 
-def _recorded(folder, iterations=2):
-    make_small_model(folder / "m.onnx")
-    (folder / "inputs").mkdir()
-    for i in range(iterations):
-        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), 0.5 * i, np.float32))
-    cfg = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
-    assert run_cli("record", cfg).returncode == 0
-    return cfg
-
-
 def test_a_missing_golden_path_given_by_flag_is_not_found_not_unrecorded(tmp_path):
-    cfg = _recorded(tmp_path)
+    cfg = recorded_case(tmp_path)
     for given in ("two.json", "elsewhere"):
         line = one_line_error(run_cli("check", cfg, "--golden", tmp_path / given))
         assert line == (
@@ -51,7 +39,7 @@ def test_a_missing_golden_path_given_by_flag_is_not_found_not_unrecorded(tmp_pat
 
 
 def test_missing_or_file_inputs_say_which_layouts_are_read(tmp_path):
-    cfg = _recorded(tmp_path)
+    cfg = recorded_case(tmp_path)
     line = one_line_error(run_cli("check", cfg, "--inputs", tmp_path / "nope"))
     assert line == f"accuracy-gate: error: {tmp_path}/nope: not found; expected stored inputs there: {ACCEPTED}."
     line = one_line_error(run_cli("check", cfg, "--inputs", tmp_path / "inputs" / "0.npz"))
@@ -72,7 +60,7 @@ def test_missing_or_file_inputs_say_which_layouts_are_read(tmp_path):
 
 
 def test_a_gap_in_the_golden_files_names_the_missing_file_and_those_found(tmp_path):
-    cfg = _recorded(tmp_path, iterations=4)
+    cfg = recorded_case(tmp_path, iterations=4)
     golden = tmp_path / "golden"
     golden.joinpath("1.npz").unlink()  # 0, 2, 3 are left
     line = one_line_error(run_cli("check", cfg))
@@ -86,7 +74,7 @@ def test_a_gap_in_the_golden_files_names_the_missing_file_and_those_found(tmp_pa
 
 
 def test_an_unreadable_per_output_value_says_what_is_expected_not_pythons_int_text(tmp_path):
-    cfg = _recorded(tmp_path)
+    cfg = recorded_case(tmp_path)
     assert run_cli("check", cfg, "--report", tmp_path / "r.json").returncode == 0
     cases = {
         ("--max-failed-iterations", "y:1.5"): "a count such as 2 or a share of the iterations such as 0.5%",
@@ -109,7 +97,7 @@ def test_preview_precision_without_a_converter_names_the_flag_given_and_the_extr
     # own import blocker (a None entry in sys.modules) makes find_spec report them missing.
     from gate.cli import main
 
-    cfg = _recorded(tmp_path)
+    cfg = recorded_case(tmp_path)
     monkeypatch.chdir(tmp_path)  # the default report paths are the working directory's
     monkeypatch.setitem(sys.modules, "onnxconverter_common", None)
     monkeypatch.setitem(sys.modules, "modelopt", None)
