@@ -109,12 +109,13 @@ def dtype_error(pair, dtypes) -> str:
 def iteration_error(pair, samples) -> tuple[int, str, tuple | None] | None:
     """The first iteration of ``samples`` (``[(position, result)]``, one output of one runner pair)
     that makes the output could-not-compare, as ``(position, error, dtypes)``: the comparator's error
-    (e.g. a shape mismatch), else the first iteration whose golden dtype differs from the runner's.
+    (e.g. a shape mismatch; dtypes None, as before), else the first iteration whose golden dtype
+    differs from the runner's (its dtypes, output's first).
     Every iteration is checked, not only the worst: a golden file of another dtype fails wherever it is.
     None when every iteration could be compared."""
     for position, result in samples:
         if getattr(result, "error", None):
-            return position, result.error, getattr(result, "dtypes", None)
+            return position, result.error, None
     for position, result in samples:
         dtypes = getattr(result, "dtypes", None)
         if dtypes_differ(dtypes):
