@@ -70,7 +70,7 @@ def parse_margins(values, setting: str):
     """
     from gate.per_output import parse_per_output
 
-    return parse_per_output(values, parse_margin, setting)
+    return parse_per_output(values, parse_margin, setting, "an abs error margin such as 1e-4 or a share such as 5%")
 
 
 def margin_for(margins, output: str) -> Margin:

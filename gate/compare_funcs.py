@@ -23,6 +23,7 @@ from gate.comparator.compare import value_or_from_dict
 from gate.comparator.metrics import CosineSimilarityCompareFunc, L2CompareFunc, PsnrCompareFunc, SnrCompareFunc
 from gate.comparator.output_funcs import MseCompareFunc, SelectedOutputs, TopKCompareFunc
 from gate.compare_options import DEFAULTS, FUNC_NAMES, NAMES, TASK_METRICS, THRESHOLDS
+from gate.dtype_rules import iteration_error
 from gate.errors import GateError
 from gate.results import OutputVerdict
 from gate.task_metrics import task_rows
@@ -255,10 +256,10 @@ def _func_rows(name: str, accuracy, indices, settings) -> list[OutputVerdict]:
         for output in accuracy.output_names(pair):
             samples = [(i, it[output]) for i, it in enumerate(iterations) if output in it]
             failed = [(i, r) for i, r in samples if not bool(r)]
-            errors = [(i, r) for i, r in samples if getattr(r, "error", None)]
             base = {"func": name, "iterations": len(samples), "failed_iterations": len(failed)}
-            if errors:
-                row = OutputVerdict(pair, output, False, worst_iteration=errors[0][0], error=errors[0][1].error, **base)
+            if (stopped := iteration_error(pair, samples)) is not None:  # every iteration's dtypes, too
+                index, error, dtypes = stopped
+                row = OutputVerdict(pair, output, False, worst_iteration=index, error=error, dtypes=dtypes, **base)
             else:
                 worst_iteration, worst = max(failed or samples, key=_worst_key(name))
                 row = OutputVerdict(pair, output, not failed, worst_iteration=worst_iteration, dtypes=worst.dtypes,

@@ -113,6 +113,9 @@ class GateConfig:
     # The flag that set each per-output entry ({"atol": {"logits": "--atol"}}), so that a later error
     # about that entry (an output the model lacks) names the flag, not gate.toml.
     named_by: Mapping = field(default_factory=dict)
+    # The flag (or action input) that set a path ({"golden": "--golden"}); absent: gate.toml's, so that
+    # "no golden outputs yet" is said only of the configured folder, a given path "not found".
+    paths_named_by: Mapping = field(default_factory=dict)
 
 
 def trt_build_settings(table: Mapping, source: str):
@@ -448,6 +451,7 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")
     source = str(path.resolve())
+    settings["paths_named_by"] = {key: flag(key) for key in ("model", "inputs", "golden", "labels") if flag(key)}
     settings["named_by"] = {
         key: {output: flag(key, output) for output, _ in _entries(overrides[key]) if flag(key, output)}
         for key in PER_OUTPUT

@@ -83,3 +83,41 @@ class GateCompareFunc(SimpleCompareFunc):
         # The configured statistic's name stays (reports, baselines and check_average see the same
         # statistic as before); the verdict is exactness whatever it is.
         return replace(EXACT, check_error_stat=self.thresholds_for(name).check_error_stat)
+
+
+# --- golden outputs must be stored in the runner's dtype (the README: could not evaluate otherwise) ---
+
+
+def dtypes_differ(dtypes) -> bool:
+    """``dtypes`` (the output's, the reference's; None: unknown) differ, byte order aside (``>f4`` is float32)."""
+    if not dtypes:
+        return False
+    try:
+        return np.dtype(dtypes[0]).newbyteorder("=") != np.dtype(dtypes[1]).newbyteorder("=")
+    except TypeError:  # a name numpy does not know: compare the names
+        return dtypes[0] != dtypes[1]
+
+
+def dtype_error(pair, dtypes) -> str:
+    """Why an output whose golden dtype differs from the runner's could not be compared."""
+    return (
+        f"is {dtypes[1]} in the golden outputs but {pair[0]} produces {dtypes[0]}; "
+        "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
+    )
+
+
+def iteration_error(pair, samples) -> tuple[int, str, tuple | None] | None:
+    """The first iteration of ``samples`` (``[(position, result)]``, one output of one runner pair)
+    that makes the output could-not-compare, as ``(position, error, dtypes)``: the comparator's error
+    (e.g. a shape mismatch; dtypes None, as before), else the first iteration whose golden dtype
+    differs from the runner's (its dtypes, output's first).
+    Every iteration is checked, not only the worst: a golden file of another dtype fails wherever it is.
+    None when every iteration could be compared."""
+    for position, result in samples:
+        if getattr(result, "error", None):
+            return position, result.error, None
+    for position, result in samples:
+        dtypes = getattr(result, "dtypes", None)
+        if dtypes_differ(dtypes):
+            return position, dtype_error(pair, dtypes), tuple(dtypes)
+    return None

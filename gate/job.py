@@ -3,12 +3,14 @@ output with the golden outputs) and ``record`` (write golden outputs from a refe
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from shlex import quote
 
 import numpy as np
 
@@ -28,8 +30,9 @@ from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
 from gate.data.golden_folder import check_leftovers, remove_golden_files
 from gate.data.onnx_model import model_io, output_dtypes
+from gate.data.polygraphy_json import SeveralRunners
 from gate.data.readahead import ReadAhead
-from gate.data.storage import MODEL_ZOO, POLYGRAPHY_JSON
+from gate.data.storage import LAYOUTS, MODEL_ZOO, POLYGRAPHY_JSON
 from gate.dtype_rules import GateCompareFunc
 from gate.errors import GateError
 from gate.paths import refuse_symlinks
@@ -116,7 +119,13 @@ def _where(inputs, golden, index) -> str:
 
 
 def _open(path, kind, names, labels, types=None, runner=None):
-    stored = open_tensor_set(path, kind, names, runner, types)
+    try:
+        stored = open_tensor_set(path, kind, names, runner, types)
+    except SeveralRunners as err:  # check: gate.toml's key or the flag
+        example = err.runners[-1]
+        raise err.picked_by(
+            f"golden_runner = {json.dumps(example)} in gate.toml or --golden-runner {quote(example)}"
+        ) from None
     label = (labels or {}).get(kind)
     return Labelled(stored, label) if label else stored
 
@@ -165,6 +174,10 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     # A golden file (Polygraphy JSON) beside model-zoo inputs has no output_<K>.pb to look for.
     zoo_without_outputs = inputs.layout == MODEL_ZOO and cfg.golden.is_dir() and not _existing_golden(cfg.golden)
+    if not cfg.golden.exists() and "golden" in cfg.paths_named_by:  # given by a flag: missing, not unrecorded
+        raise GateError(
+            f"{cfg.golden}: not found ({cfg.paths_named_by['golden']}); expected golden outputs there: {LAYOUTS}."
+        )
     if not cfg.golden.exists() or zoo_without_outputs:
         raise GateError(f"{cfg.golden}: no golden outputs yet; record them with 'accuracy-gate record {cfg.source}'.")
     golden = _open(cfg.golden, "output", output_names, labels, types, cfg.golden_runner)
@@ -218,8 +231,17 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     ahead_inputs, ahead_golden = ReadAhead(ShardView(inputs, selected)), ReadAhead(digests or golden_view)
     try:
         return _check_streaming(
-            cfg, start, (ahead_inputs, ahead_golden), (inputs, golden), input_names, runners, compare_func, run,
-            digests, sink, details,
+            cfg,
+            start,
+            (ahead_inputs, ahead_golden),
+            (inputs, golden),
+            input_names,
+            runners,
+            compare_func,
+            run,
+            digests,
+            sink,
+            details,
         )
     finally:
         ahead_inputs.close()

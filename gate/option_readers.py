@@ -88,6 +88,13 @@ def _count(raw):
 
 
 _COMPARE_FUNC_CASTS = {PER_OUTPUT_INT: int, PER_OUTPUT_FUNCS: str, PER_OUTPUT_COUNT: _count}
+# What a value of each kind looks like, for "cannot read" errors (the README's forms).
+_EXPECTED = {
+    PER_OUTPUT_FLOAT: "a number such as 1e-05",
+    PER_OUTPUT_INT: "an integer such as 5",
+    PER_OUTPUT_COUNT: "a count such as 2 or a share of the iterations such as 0.5%",
+    "error_quantile": "a number from 0 to 1 such as 0.99",
+}
 
 
 def parse_value(option: Option, raw, subject: str):
@@ -100,14 +107,15 @@ def parse_value(option: Option, raw, subject: str):
     from gate.config import check_tolerance
     from gate.per_output import parse_per_output
 
+    expected = _EXPECTED.get(option.name) or _EXPECTED.get(option.kind, "a value")
     if option.kind == PER_OUTPUT_FLOAT:
-        value = parse_per_output(raw, _float, subject)
+        value = parse_per_output(raw, _float, subject, expected)
         check_tolerance(value, lambda output: subject)
         return value
     if option.kind == PER_OUTPUT_STR:
         return parse_per_output(raw, str, subject)  # the statistics are checked by load_config
     if option.kind in _COMPARE_FUNC_CASTS:  # gate.compare_options; checked by load_config
-        return parse_per_output(raw, _COMPARE_FUNC_CASTS[option.kind], subject)
+        return parse_per_output(raw, _COMPARE_FUNC_CASTS[option.kind], subject, expected)
     if option.kind == PROVIDER_OPTIONS:
         from gate.backend.providers import parse_provider_options
 

@@ -30,7 +30,7 @@ def check_preview(cfg, precision: str, shard=None, partial: bool = False):
     if precision not in PRECISIONS:
         raise GateError(f"--preview-precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.")
     cache = Path(cfg.trt.get("cache_dir", ".accuracy-gate-cache/trt")) / "converted"
-    converted, conv = convert_model(cfg.model, precision, cache)
+    converted, conv = convert_model(cfg.model, precision, cache, given=f"--preview-precision {precision}")
     preview = replace(
         cfg,
         model=converted,

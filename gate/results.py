@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gate.comparator.struct import AccuracyResult
+from gate.dtype_rules import dtype_error, dtypes_differ, iteration_error
 
 PASSED, REGRESSED, ERROR = "passed", "regressed", "error"
 EXIT_CODES = {PASSED: 0, REGRESSED: 1, ERROR: 2}
@@ -92,12 +93,7 @@ class OutputVerdict:
     @property
     def dtypes_differ(self) -> bool:
         """The output's and the reference's dtypes differ, byte order aside (``>f4`` is float32)."""
-        if not self.dtypes:
-            return False
-        try:
-            return np.dtype(self.dtypes[0]).newbyteorder("=") != np.dtype(self.dtypes[1]).newbyteorder("=")
-        except TypeError:  # a name numpy does not know: compare the names
-            return self.dtypes[0] != self.dtypes[1]
+        return dtypes_differ(self.dtypes)
 
     @property
     def delta_abs(self) -> float | None:
@@ -378,10 +374,7 @@ def finish_rows(rows: list[OutputVerdict], where) -> None:
     error names the iteration and, through ``where(index) -> str | None``, its files."""
     for row in rows:
         if not row.error and row.dtypes_differ:
-            row.error = (
-                f"is {row.dtypes[1]} in the golden outputs but {row.pair[0]} produces {row.dtypes[0]}; "
-                "store golden outputs in the model's dtype (re-run 'accuracy-gate record')"
-            )
+            row.error = dtype_error(row.pair, row.dtypes)
         if row.error and row.worst_iteration is not None:  # say where it could not be compared
             place = where(row.worst_iteration)
             row.error += f" at iteration {row.worst_iteration}" + (f" ({place})" if place else "")
@@ -433,9 +426,8 @@ def gate_result(model, title, rows, iterations, duration, facts) -> GateResult:
 
 def _verdict(pair, name, samples, averaged) -> OutputVerdict:
     failed = [(i, r) for i, r in samples if not bool(r)]
-    errors = [(i, r) for i, r in samples if getattr(r, "error", None)]
-    if errors:
-        index, result = errors[0]
+    if (stopped := iteration_error(pair, samples)) is not None:
+        index, error, dtypes = stopped
         return OutputVerdict(
             pair,
             name,
@@ -443,7 +435,8 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
             iterations=len(samples),
             failed_iterations=len(failed),
             worst_iteration=index,
-            error=result.error,
+            error=error,
+            dtypes=dtypes,
         )
     first = samples[0][1]
     threshold = first.thresholds

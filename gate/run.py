@@ -19,11 +19,13 @@ import math
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from shlex import quote
 
 from gate.comparator.data_loader import DataLoader
 from gate.config import GateConfig
 from gate.data import open_tensor_set, write_iteration
 from gate.data.onnx_model import model_input_metadata, model_io_names
+from gate.data.polygraphy_json import SeveralRunners
 from gate.errors import GateError
 from gate.job import check, make_runner, record
 from gate.results import GateResult
@@ -201,8 +203,11 @@ def run_config(options, overrides) -> GateConfig:
         junit=Path(overrides.get("junit") or "accuracy-gate-junit.xml"),
         title=overrides.get("title") or "",
         trt=trt,
-        named_by={key: dict.fromkeys(overrides[key], flag) for key, flag in _PER_OUTPUT_FLAGS.items()
-                  if isinstance(overrides.get(key), dict)},  # fmt: skip
+        named_by={
+            key: dict.fromkeys(overrides[key], flag)
+            for key, flag in _PER_OUTPUT_FLAGS.items()
+            if isinstance(overrides.get(key), dict)
+        },  # fmt: skip
     )
 
 
@@ -243,7 +248,10 @@ def run(
         labels = {}  # what lives in the scratch folder is named as the user knows it, not by its files
         if load_outputs is not None:
             golden = Path(load_outputs).resolve()
-            count = len(open_tensor_set(golden, "output", output_names, cfg.golden_runner))
+            try:
+                count = len(open_tensor_set(golden, "output", output_names, cfg.golden_runner))
+            except SeveralRunners as err:  # run has no gate.toml: only the flag
+                raise err.picked_by(f"--golden-runner {quote(err.runners[-1])}") from None
             if iterations is not None and iterations != count:
                 raise GateError(
                     f"{golden}: holds {count} golden iterations but --iterations asks for {iterations} (D6: counts "

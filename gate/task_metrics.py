@@ -25,6 +25,7 @@ import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.postprocess import top_k_indices
+from gate.dtype_rules import iteration_error
 from gate.errors import GateError
 from gate.results import OutputVerdict, fmt_threshold
 
@@ -152,10 +153,10 @@ def task_rows(accuracy, indices, settings) -> list[OutputVerdict]:
             metric = value_or_from_dict(setting(settings, "task_metric"), output, None)
             k = value_or_from_dict(setting(settings, "task_top_k"), output, 1)
             label = f"top-{k} accuracy" if metric == "accuracy" else metric
-            errors = [(i, r) for i, r in samples if r.error]
+            stopped = iteration_error(pair, samples)  # the comparator's error, else any iteration's dtypes
             row = OutputVerdict(pair, output, True, stat=label, func="task", averaged=True, iterations=len(samples))
-            if errors:
-                row.passed, row.error, row.worst_iteration = False, errors[0][1].error, errors[0][0]
+            if stopped is not None:
+                row.passed, row.worst_iteration, row.error, row.dtypes = False, *stopped
             else:
                 row.abs_value = sum(r.correct for _, r in samples) / len(samples)
                 row.reference = sum(r.reference_correct for _, r in samples) / len(samples)

@@ -136,6 +136,18 @@ def write_gate_toml(folder: Path, text: str) -> Path:
     return path
 
 
+def recorded_case(folder, iterations=2, extra=""):
+    """m.onnx, ``iterations`` stored inputs and their recorded golden outputs; returns gate.toml."""
+    folder.mkdir(parents=True, exist_ok=True)
+    make_small_model(folder / "m.onnx")
+    (folder / "inputs").mkdir()
+    for i in range(iterations):
+        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), 0.5 * i, np.float32))
+    cfg = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
+    assert run_cli("record", cfg).returncode == 0
+    return write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n' + extra)
+
+
 def gpu_visible() -> bool:
     """Whether an NVIDIA GPU is visible here (``gate.backend.trt.probe_gpu`` succeeds)."""
     from gate.backend.trt import probe_gpu

@@ -320,7 +320,7 @@ CATALOGUE = {
     ),
     "data: missing iteration in the middle": (
         with_case(lambda tmp: (tmp / "inputs" / "1.npz").unlink()),
-        ["inputs", "iteration 1 is missing"],
+        ["inputs/1.npz is missing (found 0, 2: iterations are numbered from 0 without gaps)"],
     ),
     "data: duplicate indices": (with_case(duplicate_index), ["inputs", "iteration 1 is stored twice"]),
     "data: symlink leading outside the data folder": (

@@ -16,6 +16,7 @@ from conftest import (
     make_nan_gate,
     make_small_model,
     perturb_golden,
+    recorded_case,
     run_cli,
     write_gate_toml,
 )
@@ -367,18 +368,6 @@ def test_progress_lines_for_long_jobs(example, monkeypatch, capsys):
     assert lines[-1].startswith("progress: 8/8 iterations (100%)") and lines[-1].endswith("ETA 0 s")
     assert all("\r" not in line for line in lines)
     assert job.progress_line(0, 10, 0.0) == "progress: 0/10 iterations (0%), 0.0 it/s, ETA unknown"
-
-
-def recorded_case(folder, iterations=2, extra=""):
-    """m.onnx, ``iterations`` stored inputs and their recorded golden outputs; returns gate.toml."""
-    folder.mkdir(parents=True, exist_ok=True)
-    make_small_model(folder / "m.onnx")
-    (folder / "inputs").mkdir()
-    for i in range(iterations):
-        np.savez(folder / "inputs" / f"{i}.npz", x=np.full((1, 64), 0.5 * i, np.float32))
-    cfg = write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n')
-    assert run_cli("record", cfg).returncode == 0
-    return write_gate_toml(folder, 'model = "m.onnx"\ninputs = "inputs"\ngolden = "golden"\n' + extra)
 
 
 def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):

@@ -1,6 +1,7 @@
 """``golden_runner`` (gate.toml) / ``--golden-runner`` (check, run) picks the golden runner of a
 Polygraphy JSON golden file saved from several runners; without it one line lists the runners and
-says how to pick one (before: it asked for a Python argument, ``open_tensor_set(..., runner=NAME)``).
+says how to pick one: ``check`` names gate.toml's key and the flag, ``run`` the flag only (before: both
+named gate.toml and a Python argument, ``open_tensor_set(..., runner=NAME)``).
 A runner the file lacks, or the setting with golden outputs of another layout, is one line too.
 Real ONNX Runtime on the shipped example."""
 
@@ -53,7 +54,20 @@ def test_without_a_choice_the_error_lists_the_runners_and_how_to_pick(two_runner
     line = _error_line(run_cli("check", two_runner_golden, "--junit", two_runner_golden.parent / "j.xml"))
     assert line.endswith(
         "golden.json: the saved RunResults holds several runners ['onnxrt', 'broken']; say which one is the golden: "
-        'golden_runner = "broken" in gate.toml, --golden-runner NAME (check, run) or open_tensor_set(..., runner=NAME).'
+        'golden_runner = "broken" in gate.toml or --golden-runner broken.'
+    ), line
+
+
+def test_run_without_a_choice_names_only_its_flag(two_runner_golden):
+    # accuracy-gate run has no gate.toml, and no user calls open_tensor_set: only --golden-runner.
+    folder = two_runner_golden.parent
+    proc = run_cli(
+        "run", "model.onnx", "--onnxrt", "--load-inputs", "inputs.json", "--load-outputs", "golden.json", cwd=folder
+    )  # fmt: skip
+    line = _error_line(proc)
+    assert line == (
+        f"accuracy-gate: error: {folder}/golden.json: the saved RunResults holds several runners ['onnxrt', "
+        "'broken']; say which one is the golden: --golden-runner broken."
     ), line
 
 

@@ -43,10 +43,22 @@ def test_unnamed_tensor_protos_take_the_model_names(tmp_path):
         open_tensor_set(tmp_path, "input")[0]
 
 
+def test_a_gap_in_model_zoo_folders_names_the_missing_folder(tmp_path):
+    for i in (0, 2, 3):
+        write_iteration(tmp_path, "onnx-zoo", "output", i, tensors(i))
+    with pytest.raises(GateError) as err:
+        open_tensor_set(tmp_path, "output")
+    assert str(err.value) == (
+        f"{tmp_path}/test_data_set_1 is missing (found 0, 2, 3: iterations are numbered from 0 without gaps)."
+    )
+
+
 def test_gap_and_duplicate_indices(tmp_path):
     for i in (0, 2):
         write_iteration(tmp_path, "npz", "output", i, tensors(i))
-    with pytest.raises(GateError, match=r"iteration 1 is missing; iterations must be numbered 0..1"):
+    with pytest.raises(
+        GateError, match=r"1.npz is missing \(found 0, 2: iterations are numbered from 0 without gaps\)"
+    ):
         open_tensor_set(tmp_path, "output")
     np.savez(tmp_path / "1.npz", x=np.ones(1))
     np.savez(tmp_path / "0002.npz", x=np.ones(1))
@@ -70,7 +82,7 @@ def test_folder_with_neither_layout(tmp_path):
     (tmp_path / "readme.txt").write_text("x")
     with pytest.raises(GateError, match="holds neither test_data_set_<N>/ folders"):
         open_tensor_set(tmp_path, "input")
-    with pytest.raises(GateError, match="directory not found"):
+    with pytest.raises(GateError, match="nope: not found; expected stored inputs there: a folder of <N>.npz files"):
         open_tensor_set(tmp_path / "nope", "input")
 
 

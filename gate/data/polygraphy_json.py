@@ -16,7 +16,6 @@ set must hold exactly one runner, or the runner to take must be named.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -43,6 +42,20 @@ def is_polygraphy_json(path) -> bool:
     if path.is_dir():
         return bool(list_iteration_files(path))
     return path.suffix.lower() == ".json"
+
+
+class SeveralRunners(GateError):
+    """Golden outputs saved from several runners and no runner picked. ``runners``: their names in
+    file order. The front end that opened the set words how to pick one (``golden_runner`` in
+    gate.toml, ``--golden-runner``): ``str(err)`` says only what the file holds."""
+
+    def __init__(self, message: str, runners: list[str]):
+        super().__init__(message)
+        self.runners = runners
+
+    def picked_by(self, how: str) -> GateError:
+        """The one-line error with the front end's way to pick a runner, e.g. ``--golden-runner trt``."""
+        return GateError(f"{self}; say which one is the golden: {how}.")
 
 
 class PolygraphyJsonSet:
@@ -143,11 +156,7 @@ class PolygraphyJsonSet:
         if not names:
             raise GateError(f"{file}: the saved RunResults holds no runners; expected the golden runner's outputs.")
         if len(names) > 1:
-            raise GateError(
-                f"{file}: the saved RunResults holds several runners {names}; say which one is the golden: "
-                f"golden_runner = {json.dumps(names[-1])} in gate.toml, --golden-runner NAME (check, run) or "
-                "open_tensor_set(..., runner=NAME)."
-            )
+            raise SeveralRunners(f"{file}: the saved RunResults holds several runners {names}", names)
         return names[0]
 
 

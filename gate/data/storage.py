@@ -26,20 +26,34 @@ _ZOO_DIR = re.compile(r"^test_data_set_(\d+)$")
 _NPZ_FILE = re.compile(r"^(\d+)\.npz$")
 
 
-def detect_layout(directory: Path) -> str:
+LAYOUTS = (
+    "a folder of <N>.npz files, a folder of test_data_set_<N>/ folders (ONNX model-zoo layout), "
+    "or a Polygraphy JSON file or folder"
+)
+"""The layouts stored inputs and golden outputs are read from, for messages (the README's list)."""
+
+_WHAT = {"input": "stored inputs", "output": "golden outputs"}
+
+
+def detect_layout(directory: Path, kind: str | None = None) -> str:
     """Returns ``"onnx-zoo"`` or ``"npz"`` for an existing directory, or ``"polygraphy-json"`` for a
-    ``.json`` file or a directory of ``*.json`` files (``gate.data.polygraphy_json``).
+    ``.json`` file or a directory of ``*.json`` files (``gate.data.polygraphy_json``). ``kind``
+    (``input`` / ``output``) only words the messages.
 
     Raises:
-        GateError: the directory (or ``.json`` file) is missing or holds none of the layouts.
+        GateError: the path is missing, is a file other than a ``.json`` one, or is a directory that
+            holds none of the layouts (naming the layouts accepted).
     """
     directory = Path(directory)
+    what = _WHAT.get(kind, "stored inputs or golden outputs")
     if directory.suffix.lower() == ".json" and not directory.is_dir():
         if not directory.is_file():
-            raise GateError(f"{directory}: file not found; expected Polygraphy JSON inputs or golden outputs.")
+            raise GateError(f"{directory}: file not found; expected a Polygraphy JSON file of {what}.")
         return POLYGRAPHY_JSON
     if not directory.is_dir():
-        raise GateError(f"{directory}: directory not found; expected stored inputs or golden outputs there.")
+        if directory.exists():
+            raise GateError(f"{directory}: is a file, not a folder; {what} are read from {LAYOUTS} (.json).")
+        raise GateError(f"{directory}: not found; expected {what} there: {LAYOUTS}.")
     names = os.listdir(directory)
     found = [
         layout
@@ -92,11 +106,23 @@ def _indexed_entries(directory: Path, pattern: re.Pattern) -> list[Path]:
         found[index] = directory / name
     for expected in range(len(found)):
         if expected not in found:
-            raise GateError(
-                f"{directory}: iteration {expected} is missing; iterations must be numbered 0..{len(found) - 1} "
-                "without gaps."
-            )
+            raise GateError(_gap_message(directory, pattern, found, expected))
     return [found[i] for i in range(len(found))]
+
+
+def _gap_message(directory: Path, pattern: re.Pattern, found: dict, missing: int) -> str:
+    """``<dir>/1.npz is missing (found 0, 2, 3: iterations are numbered from 0 without gaps)``: the
+    first missing iteration named as its file would be (zero-padded as the others are), and the
+    indices found (the first 10 and the last, for a large set)."""
+    if pattern is _ZOO_DIR:
+        name = f"test_data_set_{missing}"
+    else:
+        digits = [_NPZ_FILE.match(path.name).group(1) for path in found.values()]
+        width = len(digits[0]) if digits[0].startswith("0") and len({len(d) for d in digits}) == 1 else 1
+        name = f"{missing:0{width}d}.npz"
+    indices = sorted(found)
+    shown = [str(i) for i in indices] if len(indices) <= 11 else [*map(str, indices[:10]), "...", str(indices[-1])]
+    return f"{directory / name} is missing (found {', '.join(shown)}: iterations are numbered from 0 without gaps)."
 
 
 class TensorSet:
@@ -123,7 +149,7 @@ class TensorSet:
         self.kind = kind
         self.names = list(names)
         self.types = dict(types or {})
-        self.layout = detect_layout(self.directory)
+        self.layout = detect_layout(self.directory, kind)
         pattern = _ZOO_DIR if self.layout == MODEL_ZOO else _NPZ_FILE
         self.entries = _indexed_entries(self.directory, pattern)
 
@@ -237,7 +263,7 @@ def open_tensor_set(
         GateError: (besides the readers' errors) ``runner`` given for another layout, where it would
             have no effect.
     """
-    layout = detect_layout(directory)
+    layout = detect_layout(directory, kind)
     if layout == POLYGRAPHY_JSON:
         from gate.data.polygraphy_json import PolygraphyJsonSet
 

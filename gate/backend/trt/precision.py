@@ -47,9 +47,10 @@ def strongly_typed_only(trt) -> bool:
     return not hasattr(trt.BuilderFlag, "FP16")
 
 
-def converter(precision: str) -> dict:
+def converter(precision: str, given: str | None = None) -> dict:
     """The converter for ``precision``: ``{"name", "version", "settings"}``; ModelOpt AutoCast if it is
-    installed, else onnxconverter-common (fp16 only).
+    installed, else onnxconverter-common (fp16 only). ``given``: what the user asked for, for the
+    errors (``"--preview-precision fp16"``); default ``"--fp16 on strongly typed TensorRT"``.
 
     Raises:
         GateError: an unknown precision; no converter installed (says what to install); bf16
@@ -65,7 +66,7 @@ def converter(precision: str) -> dict:
             "version": version("nvidia-modelopt"),
             "settings": {"low_precision_type": precision, "keep_io_types": True},
         }
-    return _float16_converter(precision)
+    return _float16_converter(precision, given or f"--{precision} on strongly typed TensorRT")
 
 
 def _has(module: str) -> bool:
@@ -77,17 +78,16 @@ def _has(module: str) -> bool:
         return False
 
 
-def _float16_converter(precision: str) -> dict:
-    if not _has("onnxconverter_common"):
-        raise GateError(
-            f"--{precision} on strongly typed TensorRT converts the model first, which needs ModelOpt "
-            "(pip install 'nvidia-modelopt[onnx]') or, for fp16, onnxconverter-common "
-            "(pip install 'accuracy-gate[precision]')."
-        )
+def _float16_converter(precision: str, given: str) -> dict:
     if precision != "fp16":
         raise GateError(
-            f"--{precision} on strongly typed TensorRT needs ModelOpt AutoCast (pip install 'nvidia-modelopt[onnx]'); "
+            f"{given} needs ModelOpt AutoCast (pip install 'nvidia-modelopt[onnx]'); "
             "onnxconverter-common converts to fp16 only."
+        )
+    if not _has("onnxconverter_common"):
+        raise GateError(
+            f"{given} converts the model first, which needs onnxconverter-common "
+            "(pip install 'accuracy-gate[precision]') or ModelOpt (pip install 'nvidia-modelopt[onnx]')."
         )
     import onnxconverter_common
 
@@ -112,7 +112,7 @@ def conversion_key(model_path, conv: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def convert_model(model_path, precision: str, cache_dir=None) -> tuple[Path, dict]:
+def convert_model(model_path, precision: str, cache_dir=None, given: str | None = None) -> tuple[Path, dict]:
     """The model converted to ``precision`` (``converter``), from the cache when it is there.
 
     Args:
@@ -120,6 +120,7 @@ def convert_model(model_path, precision: str, cache_dir=None) -> tuple[Path, dic
         precision: ``fp16`` or ``bf16``.
         cache_dir: where converted models are kept (``<cache_dir>/<key>.onnx``); None: a temporary
             folder (the file lives as long as the process).
+        given: what the user asked for, for the errors (``converter``).
 
     Returns:
         ``(path of the converted model, the converter's name/version/settings)``.
@@ -131,7 +132,7 @@ def convert_model(model_path, precision: str, cache_dir=None) -> tuple[Path, dic
     model_path = Path(model_path)
     if not model_path.is_file():
         raise GateError(f"{model_path}: model file not found.")
-    conv = converter(precision)
+    conv = converter(precision, given)
     folder = Path(cache_dir) if cache_dir is not None else Path(tempfile.mkdtemp(prefix="accuracy-gate-converted-"))
     target = folder / f"{conversion_key(model_path, conv)[:32]}.onnx"
     if target.is_file():
