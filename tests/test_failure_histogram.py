@@ -64,6 +64,7 @@ def test_spread_below_the_printed_precision_is_one_line():
     high = float(np.nextafter(low, 2.0))  # 2.2e-16 apart: 17 digits would be needed per edge
     bins = [(low + (high - low) * i / 10, low + (high - low) * (i + 1) / 10, 1) for i in range(10)]
     assert _histogram(bins) == ["    abs error histogram: all 10 abs errors within [1, 1.0000000000000002]"]
+    assert _histogram([]) == ["    abs error histogram:"]  # no finite error: as before, no bins
     # a spread that 9 digits tell apart stays a chart
     lines = _histogram([(0.5, 0.50000001, 3), (0.50000001, 0.50000002, 1)])
     assert lines[1:] == [

@@ -38,6 +38,8 @@ def _histogram(bins, title: str = "abs error histogram", noun: str = "abs errors
     if len(bins) == 1 and bins[0][0] == bins[0][1]:  # every value the same: no chart to draw
         low, _, count = bins[0]
         return [f"    {title}: all {count} {noun} equal {fmt(low)}"]
+    if not bins:  # no finite value to chart (every error NaN or Inf: the stats line counts them)
+        return [f"    {title}:"]
     edges = [bins[0][0], *(high for _, high, _ in bins)]
     digits = _digits(edges)
     if digits > EDGE_DIGITS:  # bins finer than the printed edges: say where the values lie instead
