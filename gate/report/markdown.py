@@ -25,6 +25,7 @@ MAX_CHARTS = 6
 
 _ICONS = {PASSED: "✅", REGRESSED: "❌"}
 _ROW_ICONS = {"pass": "✅", "FAIL": "❌", "REGRESSED": "❌", "FAIL (as baseline)": "🟡", "ERROR": "⚠️"}
+_ROW_ICONS["pass (avg)"] = "🟡"  # passes on average only: some iteration is out of tolerance
 """The first cell of each table row: its verdict as a symbol, then the word."""
 MINUS = "\u2212"
 """Numbers in tables use the minus sign: ``1e−05`` does not wrap at its sign (a hyphen lets browsers

@@ -55,7 +55,25 @@ def _verdict_cell(row) -> str:
         return "REGRESSED"
     if row.known_failure:
         return "FAIL (as baseline)"
+    if row.on_average_only():  # some iteration is out of tolerance: a caveat, as the action's warning
+        return "pass (avg)"
     return "pass" if row.passed else "FAIL"
+
+
+def average_note(row) -> str:
+    """For a row that passes on average only (``OutputVerdict.on_average_only``): ``; passes on
+    average only: 2 of 4 iterations out of tolerance (iterations 1, 3)``, naming at most 5 (the worst
+    one where the row does not know them: merged from partial files); else ""."""
+    if not row.on_average_only():
+        return ""
+    names = row.failed_indices or ([row.worst_iteration] if row.failed_iterations == 1 else [])
+    if names:
+        shown = ", ".join(str(i) for i in names[:5]) + (", ..." if len(names) > 5 else "")
+        where = f"iteration{'s' if len(names) > 1 else ''} {shown}"
+    else:
+        where = f"the worst: iteration {row.worst_iteration}"
+    over = f"{row.failed_iterations} of {row.iterations} iterations out of tolerance"
+    return f"; passes on average only: {over} ({where})"
 
 
 def rows_of(result: GateResult) -> list[tuple[str, ...]]:
