@@ -265,7 +265,7 @@ def _check_streaming(
         of = f"{len(selected)} iterations" + (f" of shard {run.shard}" if run.shard.count > 1 else "")
         stop = f"stopped after {progress.compared} of {of}"
         if position is None and progress.compared == 0:  # no iteration was fed: the runners could not start
-            stop = "could not start"
+            stop = "could not start" + (f" shard {run.shard}" if run.shard.count > 1 else "")
         run.stopped = {"iteration": index, "message": f"{stop}: {message}"}
         if getattr(progress.error, "output", None) is not None:  # the output that stopped it (gate.results)
             run.stopped["output"] = progress.error.output

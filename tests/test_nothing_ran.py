@@ -59,3 +59,12 @@ def test_an_error_part_way_keeps_the_table_and_stopped_after(project, capsys):
     assert code == 2
     assert "accuracy-gate: m.onnx, 1 iteration, onnxrt vs golden" in out and TABLE_HEAD in out, out
     assert err.startswith("accuracy-gate: error: stopped after 1 of 2 iterations: iteration 1 ("), err
+
+
+@NO_CUDA
+def test_a_shard_that_could_not_start_names_the_shard(project, capsys):
+    code = cli.main(
+        ["check", str(project / "gate.toml"), "--execution-providers", "CUDAExecutionProvider", "--shard", "1/2"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("accuracy-gate: error: could not start shard 1/2: "), err
