@@ -233,6 +233,7 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
     """Prints the outcome and writes its report files; returns the exit code."""
     from gate.pipeline import layer_report, write_reports
     from gate.report import render_text
+    from gate.report.text import nothing_ran
 
     request, result = outcome.request, outcome.result
     if outcome.early:
@@ -247,7 +248,8 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
         return 0
     if outcome.partial is not None:
         print(f"partial result file: {outcome.partial}")
-    print(render_text(result, details=not quiet and (verbose or result.status == "regressed")))
+    if not nothing_ran(result):  # else the error line below is all there is to say
+        print(render_text(result, details=not quiet and (verbose or result.status == "regressed")))
     if result.status == "error":
         _error(result.message)
     try:

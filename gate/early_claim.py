@@ -70,7 +70,7 @@ def claim_bytes(kind: str, model: str = "model") -> bytes:
         return _JUNIT.format(model=model, message=UNFINISHED).encode()
     if kind == "markdown":
         heading = f"## \u26a0\ufe0f Accuracy gate: {model}\n\n"
-        return f"{heading}**error (could not evaluate)**: {UNFINISHED}\n\n0 iterations\n".encode()
+        return f"{heading}**error (could not evaluate)**: {UNFINISHED}\n".encode()
     if kind == "report":
         document = {
             "schema": "accuracy-gate-report", "version": 1, "status": "error", "passed": False,

@@ -285,7 +285,10 @@ def _check_streaming(
         if index is not None and str(full[0].location(index)) not in message:
             message = f"iteration {index} ({_where(*full, index)}): {message}"
         of = f"{len(selected)} iterations" + (f" of shard {run.shard}" if run.shard.count > 1 else "")
-        run.stopped = {"iteration": index, "message": f"stopped after {progress.compared} of {of}: {message}"}
+        stop = f"stopped after {progress.compared} of {of}"
+        if position is None and progress.compared == 0:  # no iteration was fed: the runners could not start
+            stop = "could not start" + (f" shard {run.shard}" if run.shard.count > 1 else "")
+        run.stopped = {"iteration": index, "message": f"{stop}: {message}"}
         if getattr(progress.error, "output", None) is not None:  # the output that stopped it (gate.results)
             run.stopped["output"] = progress.error.output
     run.facts = _facts(cfg, runners, run.facts["model_sha256"])

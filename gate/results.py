@@ -86,6 +86,8 @@ class OutputVerdict:
     # The worst iteration's error statistics when it failed (gate.comparator.details.error_details),
     # for the terminal; not part of row equality nor of any file.
     details: dict | None = field(default=None, compare=False, repr=False)
+    # The iterations that failed, in order (None where unknown: read from a file); for no file.
+    failed_indices: list | None = field(default=None, compare=False, repr=False)
     # Seconds spent comparing this output over every iteration (None: not measured, e.g. read from
     # a file that does not record it); the JUnit testcase's time. Not part of row equality.
     time_s: float | None = field(default=None, compare=False, repr=False)
@@ -127,6 +129,10 @@ class OutputVerdict:
             f"{self.failed_iterations} of {self.iterations} ({share:.3g}%) iterations failed, "
             f"allowed {self.allowed_failures}"
         )
+
+    def on_average_only(self) -> bool:
+        """Passes with ``check_average`` although some iteration is out of tolerance."""
+        return self.passed and self.averaged and bool(self.failed_iterations)
 
     def _func_statistics(self) -> str:
         if self.func == "task":
@@ -469,6 +475,7 @@ def _verdict(pair, name, samples, averaged) -> OutputVerdict:
         worst_absdiff=getattr(worst, "worst_absdiff", None),
         worst_reldiff=getattr(worst, "worst_reldiff", None),
         nan_counts=getattr(worst, "nan_counts", None),
+        failed_indices=[index for index, _ in failed],
     )
     row.abs_value = _stat_values(worst, stat)[0]
     row.rel_value = _stat_values(rel_worst, stat)[1]

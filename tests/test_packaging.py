@@ -401,3 +401,25 @@ def test_gpu_step_refuses_a_job_container(tmp_path):
     proc, calls, _ = run_gpu_step(tmp_path, {"image": "img"}, workspace="/__w/repo/repo")
     assert proc.returncode == 2 and calls == [], describe(proc)
     assert "container:" in proc.stdout
+
+
+def test_inputs_and_golden_docs_name_what_the_loader_accepts(tmp_path):
+    """action.yml and README's inputs table said "folder or .npz file"; a single .npz file is refused
+    ("directory not found") and one Polygraphy JSON file is read. The docs say so."""
+    import numpy as np
+
+    from gate.data.storage import POLYGRAPHY_JSON, detect_layout
+    from gate.errors import GateError
+
+    np_file = tmp_path / "0.npz"
+    np.savez(np_file, x=np.zeros(2, np.float32))
+    with pytest.raises(GateError):  # the message is another change's
+        detect_layout(np_file)
+    (tmp_path / "inputs.json").write_text("[]")
+    assert detect_layout(tmp_path / "inputs.json") == POLYGRAPHY_JSON
+    readme = readme_table("inputs")
+    for name in ("inputs", "golden"):
+        description = " ".join(load_action()["inputs"][name]["description"].split())
+        for text in (description, readme[name][1]):
+            assert "or .npz file" not in text and "or one Polygraphy JSON file" in text, (name, text)
+    assert "a single .npz file is not accepted" in " ".join(load_action()["inputs"]["inputs"]["description"].split())

@@ -100,3 +100,44 @@ def test_run_refuses_an_option_under_a_short_provider_name(example):
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout
     assert f"provider_options.{CPU}.use_tf32 {CPU_NONE}" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_reason_quotes_onnxruntimes_ep_error_not_its_banner():
+    """ONNX Runtime's fallback notice (onnxruntime_inference_collection.py, InferenceSession.__init__:
+    a banner line, ``EP Error {e} when using {providers}``, ``Falling back to ...``, a closing line) is
+    what a CUDA session with an unknown option prints on a GPU machine. No GPU here, so this feeds that
+    captured text to the extraction function: the reason is the error between "EP Error" and "when
+    using", not the banner."""
+    from gate.backend.providers import _reason
+
+    lines = [
+        "*************** EP Error ***************",
+        'EP Error [ONNXRuntimeError] : 1 : FAIL : Unknown provider option: "use_tf23". '
+        "when using ['CUDAExecutionProvider', 'CPUExecutionProvider']",
+        "Falling back to ['CPUExecutionProvider'] and retrying.",
+        "****************************************",
+    ]
+    assert _reason("CUDAExecutionProvider", lines) == (
+        '[ONNXRuntimeError] : 1 : FAIL : Unknown provider option: "use_tf23"'
+    )
+    # the same notice with a multi-line error, after an unrelated log line
+    lines = [
+        "2026-12-01 W:onnxruntime: some log line",
+        lines[0],
+        "EP Error first part",
+        "second part. when using ['CUDAExecutionProvider', 'CPUExecutionProvider']",
+        *lines[2:],
+    ]
+    assert _reason("CUDAExecutionProvider", lines) == "first part second part"
+    # the run-time fallback (InferenceSession._run: "EP Error: {err} using {providers}")
+    assert _reason(
+        "CUDAExecutionProvider",
+        [
+            "EP Error: CUDA failure 2: out of memory using ['CUDAExecutionProvider']",
+            "Falling back to ['CPUExecutionProvider'] and retrying.",
+        ],
+    ) == ("CUDA failure 2: out of memory")
+    # a banner alone is no reason
+    assert (
+        _reason("CUDAExecutionProvider", ["*************** EP Error ***************"]) == "ONNX Runtime gave no reason"
+    )

@@ -329,3 +329,34 @@ def test_saving_never_writes_over_the_model_or_the_loaded_data(model, tmp_path):
         proc = run_cli("run", model, "--onnxrt", *args, "--junit", tmp_path / "j.xml", cwd=tmp_path)
         assert proc.returncode == 2 and "would write over the model or the data this run reads" in proc.stderr
     assert model.read_bytes() == before
+
+
+def test_no_flag_the_readme_calls_not_available_is_taken_by_run():
+    """The table listed --index-tolerance, --l2-threshold, --cosine-similarity-threshold and the psnr/snr
+    thresholds as "not available" while `run` takes them; a flag in a *not available* row must be one
+    `run` refuses, and the threshold flags that `run` takes are listed as taken."""
+    import re
+
+    from gate.cli import build_parser
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## `polygraphy run` flags in `accuracy-gate run`", 1)[1].split("\n## ", 1)[0]
+    ours = {flag for action in build_parser().commands["run"]._actions for flag in action.option_strings}
+    rows = [
+        line for line in table.splitlines() if line.startswith("| ") and line.rstrip().endswith("| not available |")
+    ]
+    assert rows
+    flags = {flag for row in rows for flag in re.findall(r"`(--[a-z0-9-]+)", row)}
+    assert sorted(flags & ours) == []
+    taken = (
+        "--index-tolerance",
+        "--cosine-similarity-threshold",
+        "--l2-threshold",
+        "--psnr-threshold",
+        "--snr-threshold",
+    )
+    assert set(taken) <= ours
+    row = next(line for line in table.splitlines() if line.startswith("| `--index-tolerance`"))
+    assert all(f"`{flag}`" in row for flag in taken) and "| same" in row

@@ -15,6 +15,7 @@ import difflib
 import io
 import logging
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -131,19 +132,34 @@ def captured_messages(lines: list):
                 log.debug("onnxruntime: %s", line)
 
 
+_EP_ERROR = re.compile(r"EP Error:? (?P<reason>.+?) (?:when )?using \[[^\]]*\]")
+"""ONNX Runtime's fallback notice (onnxruntime_inference_collection.py): ``EP Error {e} when using
+[providers]`` while the session is made, ``EP Error: {e} using [providers]`` when a run fails; ``{e}``
+may span lines. Its banner (``*** EP Error ***``) and ``Falling back to ...`` carry no reason."""
+
+
+def _is_banner(line: str) -> bool:
+    return line.startswith("***") and line.endswith("***")
+
+
 def _reason(provider: str, lines: list) -> str:
-    """ONNX Runtime's reason for not creating ``provider``: the first message naming it (or a provider
-    library), else the first error message, else a statement that it gave none."""
+    """ONNX Runtime's reason for not creating ``provider``: the error quoted in its fallback notice
+    (``_EP_ERROR``), else the first message naming the provider (or a provider library), else the
+    first error message, else a statement that it gave none. Whitespace is collapsed to one line; a
+    trailing full stop is dropped (the caller ends the sentence)."""
     cleaned = [" ".join(str(line).split()) for line in lines]
-    cleaned = [line for line in cleaned if line and not set(line) <= set("*")]
+    cleaned = [line for line in cleaned if line and not _is_banner(line)]
+    notice = _EP_ERROR.search(" ".join(line for line in cleaned if not line.startswith("Falling back to ")))
+    if notice:
+        return notice.group("reason").rstrip(". ")
     short = provider.removesuffix("ExecutionProvider").lower()
     for line in cleaned:
         low = line.lower()
-        if provider.lower() in low or f"providers_{short}" in low or "ep error" in low:
-            return line
+        if provider.lower() in low or f"providers_{short}" in low:
+            return line.rstrip(". ")
     for line in cleaned:
         if "error" in line.lower() or "fail" in line.lower():
-            return line
+            return line.rstrip(". ")
     return "ONNX Runtime gave no reason"
 
 

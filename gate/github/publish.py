@@ -10,6 +10,7 @@ import re
 from gate.errors import GateError
 from gate.github import actions
 from gate.paths import relative_paths, workspace_relative, workspace_roots
+from gate.report.text import average_note
 from gate.results import ERROR, PASSED, REGRESSED, GateResult
 
 OUTPUT_JSON_LIMIT = 64 * 1024
@@ -59,7 +60,7 @@ def annotate_outputs(result: GateResult, environ=None) -> None:
         (f"accuracy-gate: {row.output}", relative_paths(row.message(), roots)) for row in result.rows if not row.passed
     ]
     caveats = [
-        (f"accuracy-gate: {row.output}", relative_paths(row.message(), roots))
+        (f"accuracy-gate: {row.output}", relative_paths(row.message() + average_note(row), roots))
         for row in result.rows
         if row.passed and ((row.averaged and row.failed_iterations) or row.dtypes_differ)
     ]

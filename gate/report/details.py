@@ -21,14 +21,40 @@ def _stats_line(label: str, stats: dict) -> str:
     return text
 
 
+EDGE_DIGITS = 9  # the most significant digits a bin edge is printed with; a finer spread is one line
+
+
+def _digits(values: list[float], most: int = 17) -> int:
+    """The fewest significant digits (5 at least, ``most`` at most) that print every two consecutive
+    ``values`` differently (``most`` where none does)."""
+    for digits in range(5, most + 1):
+        texts = [f"{value:.{digits}g}" for value in values]
+        if all(a != b for a, b in zip(texts, texts[1:])):
+            return digits
+    return most
+
+
 def _histogram(bins, title: str = "abs error histogram", noun: str = "abs errors") -> list[str]:
     if len(bins) == 1 and bins[0][0] == bins[0][1]:  # every value the same: no chart to draw
         low, _, count = bins[0]
         return [f"    {title}: all {count} {noun} equal {fmt(low)}"]
+    if not bins:  # no finite value to chart (every error NaN or Inf: the stats line counts them)
+        return [f"    {title}:"]
+    edges = [bins[0][0], *(high for _, high, _ in bins)]
+    digits = _digits(edges)
+    if digits > EDGE_DIGITS:  # bins finer than the printed edges: say where the values lie instead
+        low, high = edges[0], edges[-1]
+        span = _digits([low, high])
+        total = sum(count for _, _, count in bins)
+        return [f"    {title}: all {total} {noun} within [{low:.{span}g}, {high:.{span}g}]"]
+    texts = [f"{edge:.{digits}g}" for edge in edges]
+    width = max(10, *(len(text) for text in texts))
     top = max((count for _, _, count in bins), default=0) or 1
     lines = [f"    {title}:"]
-    for low, high, count in bins:
-        lines.append(f"      [{fmt(low):>10}, {fmt(high):>10}] {count:>9} {'#' * round(BAR * count / top)}")
+    for i, (_, _, count) in enumerate(bins):
+        lines.append(
+            f"      [{texts[i]:>{width}}, {texts[i + 1]:>{width}}] {count:>9} {'#' * round(BAR * count / top)}"
+        )
     return lines
 
 

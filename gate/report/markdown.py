@@ -16,7 +16,7 @@ from urllib.parse import quote
 from gate.paths import relative_paths
 from gate.report.chart import ATOL_MARK, blocks, caption, histogram, mermaid
 from gate.report.escape import unlinked, visible
-from gate.report.text import rows_of, scope_line
+from gate.report.text import nothing_ran, rows_of, scope_line
 from gate.results import PASSED, REGRESSED, GateResult, fmt, fmt_delta, fmt_threshold, plural
 from gate.results_file import largest_fitting
 
@@ -25,6 +25,7 @@ MAX_CHARTS = 6
 
 _ICONS = {PASSED: "✅", REGRESSED: "❌"}
 _ROW_ICONS = {"pass": "✅", "FAIL": "❌", "REGRESSED": "❌", "FAIL (as baseline)": "🟡", "ERROR": "⚠️"}
+_ROW_ICONS["pass (avg)"] = "🟡"  # passes on average only: some iteration is out of tolerance
 """The first cell of each table row: its verdict as a symbol, then the word."""
 MINUS = "\u2212"
 """Numbers in tables use the minus sign: ``1e−05`` does not wrap at its sign (a hyphen lets browsers
@@ -134,7 +135,7 @@ def _parts(result: GateResult, run_url: str | None, commit: str | None, roots=No
     title = md_text(result.title or f"Accuracy gate: {result.model}")
     message = relative_paths(result.message, roots)
     counted = plural(result.iterations, "iteration")
-    where = [] if counted in message else [counted]  # the verdict line says it already
+    where = [] if counted in message or nothing_ran(result) else [counted]  # the verdict line says it already
     if scope_line(result):
         where.append(md_text(scope_line(result)))
     cells = [_row_cells(row, c) for row, c in zip(result.rows, rows_of(result))]

@@ -12,6 +12,7 @@ def fmt_metric(row) -> str:
     """A metric's value; cosine similarities with 9 digits (0.99999 and 1 differ)."""
     return fmt_func_value(row.func, row.abs_value)
 
+
 VERDICTS = {"passed": "PASSED", "regressed": "REGRESSED", "error": "ERROR (could not evaluate)"}
 RAN = "RAN"
 """The verdict word of a run that compared nothing (one runner, no --load-outputs; exit 0): not PASSED."""
@@ -19,6 +20,15 @@ RAN = "RAN"
 
 def verdict_word(result: GateResult) -> str:
     return RAN if result.nothing_compared else VERDICTS[result.status]
+
+
+def nothing_ran(result: GateResult) -> bool:
+    """An error found before any iteration was compared (a bad input, a session that could not be
+    made): no rows and no iterations, so the reports show the error alone, without an empty table or
+    a "0 iterations" count."""
+    return result.status == "error" and not result.rows and not result.iterations
+
+
 HEADERS = ("output", "stat", "abs error", "atol", "rel error", "rtol", "failed iters", "result")
 BASELINE_HEADERS = ("Δ abs", "Δ rel")
 """With a baseline: this run's abs / rel error minus the baseline's (``new`` for an output it lacks)."""
@@ -45,7 +55,25 @@ def _verdict_cell(row) -> str:
         return "REGRESSED"
     if row.known_failure:
         return "FAIL (as baseline)"
+    if row.on_average_only():  # some iteration is out of tolerance: a caveat, as the action's warning
+        return "pass (avg)"
     return "pass" if row.passed else "FAIL"
+
+
+def average_note(row) -> str:
+    """For a row that passes on average only (``OutputVerdict.on_average_only``): ``; passes on
+    average only: 2 of 4 iterations out of tolerance (iterations 1, 3)``, naming at most 5 (the worst
+    one where the row does not know them: merged from partial files); else ""."""
+    if not row.on_average_only():
+        return ""
+    names = row.failed_indices or ([row.worst_iteration] if row.failed_iterations == 1 else [])
+    if names:
+        shown = ", ".join(str(i) for i in names[:5]) + (", ..." if len(names) > 5 else "")
+        where = f"iteration{'s' if len(names) > 1 else ''} {shown}"
+    else:
+        where = f"the worst: iteration {row.worst_iteration}"
+    over = f"{row.failed_iterations} of {row.iterations} iterations out of tolerance"
+    return f"; passes on average only: {over} ({where})"
 
 
 def rows_of(result: GateResult) -> list[tuple[str, ...]]:
@@ -120,12 +148,17 @@ def render_text(result: GateResult, details: bool = False) -> str:
     header_lines = [header] + ([scope] if scope else []) + ([f"inputs: {result.inputs}"] if result.inputs else [])
     if not result.rows and result.status == "passed":  # accuracy-gate run with one runner: nothing compared
         lines = []
+    if nothing_ran(result):
+        header_lines, lines = [], []
     if details:
         from gate.report.details import render_details
 
         lines += render_details(result)
+    above = [*header_lines, *lines, *runtime_lines(result)]
     return "\n".join(
-        [*header_lines, *lines, *runtime_lines(result), "", f"{verdict_word(result)}: {result.message}"]
+        [*above, "", f"{verdict_word(result)}: {result.message}"]
+        if above
+        else [f"{verdict_word(result)}: {result.message}"]
     )
 
 
