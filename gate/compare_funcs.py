@@ -181,6 +181,7 @@ def check_output_dtypes(settings, dtypes: dict, source: str) -> None:
                 raise GateError(f"{source}: {key} names output '{name}', which the model does not have; its "
                                 f"outputs are {list(dtypes)}.")  # fmt: skip
     for output, dtype in dtypes.items():
+        verdict_for(settings, output, source)
         metric = value_or_from_dict(setting(settings, "task_metric"), output, None)
         if metric and dtype is not None and dtype.kind in "bOSU":
             raise GateError(f"{source}: task metric '{metric}' needs scores or classes, but '{output}' is {dtype}.")
@@ -278,10 +279,36 @@ def _func_rows(name: str, accuracy, indices, settings) -> list[OutputVerdict]:
     return rows
 
 
+def verdict_for(settings, output: str, source: str = "compare_verdict") -> str:
+    """The compare function that decides ``output``'s verdict, or ``"all"``: its own
+    ``compare_verdict`` entry, else the default (``""``) entry when that is ``all`` or one of the
+    output's compare functions.
+
+    Raises:
+        GateError: the default verdict is not one of the output's functions (nothing would judge it),
+            naming the output, its functions and the verdict.
+    """
+    value = setting(settings, "compare_verdict")
+    if isinstance(value, dict) and output in value:
+        return value[output]
+    verdict = value_or_from_dict(value, "", "all")
+    names = funcs_for(settings, output)
+    if verdict != "all" and verdict not in names:
+        raise GateError(f"{source}: the default compare_verdict '{verdict}' is not among the compare functions of "
+                        f"output '{output}' ({', '.join(names)}), so nothing would judge it; give '{output}' its "
+                        f"own compare_verdict or add '{verdict}' to its compare_func.")  # fmt: skip
+    return verdict
+
+
 def judge_rows(rows: list[OutputVerdict], settings) -> None:
     """In place: a row judged per iteration passes when at most ``max_failed_iterations`` of its
     iterations failed; a row of a function other than its output's ``compare_verdict`` is reported
-    only (``verdict`` False, ``passed`` True, its own outcome in ``within``)."""
+    only (``verdict`` False, ``passed`` True, its own outcome in ``within``). An output none of whose
+    rows is judged (its verdict's function gave no row) is an error on each of its rows.
+
+    Raises:
+        GateError: an output's default verdict is not one of its functions (``verdict_for``).
+    """
     for row in rows:
         if row.error:
             continue
@@ -289,6 +316,12 @@ def judge_rows(rows: list[OutputVerdict], settings) -> None:
         row.allowed_failures = allowed_failures(spec, row.iterations)
         if not row.averaged:
             row.passed = row.failed_iterations <= row.allowed_failures
-        verdict = value_or_from_dict(setting(settings, "compare_verdict"), row.output, "all")
+        verdict = verdict_for(settings, row.output)
         if verdict != "all" and row.func not in (verdict, "task"):  # a task metric has its own criterion
             row.verdict, row.within, row.passed = False, row.passed, True
+    judged = {(row.pair, row.output) for row in rows if row.verdict or row.error}
+    for row in rows:
+        if (row.pair, row.output) not in judged:
+            row.passed = False
+            verdict = verdict_for(settings, row.output)
+            row.error = f"no compare function judges it (its compare_verdict '{verdict}' gave no row)"
