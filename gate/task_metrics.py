@@ -26,6 +26,7 @@ import numpy as np
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.postprocess import top_k_indices
 from gate.errors import GateError
+from gate.per_output import value_for_output
 from gate.results import OutputVerdict, fmt_threshold
 
 
@@ -128,13 +129,13 @@ def task_passed(value: float, reference: float, settings, output: str) -> tuple[
     from gate.compare_funcs import setting
 
     checks = []
-    low = value_or_from_dict(setting(settings, "task_min"), output, None)
+    low = value_for_output(setting(settings, "task_min"), output, None)
     if low is not None:
         checks.append((value >= low, f"min {fmt_threshold(low)}"))
-    ratio = value_or_from_dict(setting(settings, "task_min_relative"), output, None)
+    ratio = value_for_output(setting(settings, "task_min_relative"), output, None)
     if ratio is not None:
         checks.append((value >= ratio * reference, f"min_relative {fmt_threshold(ratio)} (>= {ratio * reference:.4g})"))
-    drop = value_or_from_dict(setting(settings, "task_max_drop"), output, None)
+    drop = value_for_output(setting(settings, "task_max_drop"), output, None)
     if drop is not None:
         checks.append((100 * (reference - value) <= drop + 1e-9, f"max_drop {fmt_threshold(drop)} points"))
     return all(ok for ok, _ in checks), ", ".join(text for _, text in checks) or "none"
@@ -149,8 +150,8 @@ def task_rows(accuracy, indices, settings) -> list[OutputVerdict]:
     for pair, iterations in accuracy.items():
         for output in accuracy.output_names(pair):
             samples = [(i, it[output]) for i, it in enumerate(iterations) if output in it]
-            metric = value_or_from_dict(setting(settings, "task_metric"), output, None)
-            k = value_or_from_dict(setting(settings, "task_top_k"), output, 1)
+            metric = value_for_output(setting(settings, "task_metric"), output, None)
+            k = value_for_output(setting(settings, "task_top_k"), output, 1)
             label = f"top-{k} accuracy" if metric == "accuracy" else metric
             errors = [(i, r) for i, r in samples if r.error]
             row = OutputVerdict(pair, output, True, stat=label, func="task", averaged=True, iterations=len(samples))

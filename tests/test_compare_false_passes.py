@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from gate.cli import main
 from gate.compare_funcs import judge_rows
@@ -72,3 +72,66 @@ def test_an_output_none_of_whose_rows_is_judged_never_passes():
     judge_rows(rows, {"compare_func": {"": ["simple", "cosine"], "y": ["simple", "cosine"]},
                       "compare_verdict": "cosine"})  # fmt: skip  # no cosine row came back
     assert rows[0].error and "no compare function judges it" in rows[0].error and not rows[0].passed
+
+
+# --- 2. a structured output's leaves (seq[0]) take their output's per-output settings ------------
+
+
+def _seq_model(path, c: float):
+    """seq = SplitToSequence(x * c) into items of one element each."""
+    cst = numpy_helper.from_array(np.array(c, np.float32))
+    nodes = [helper.make_node("Constant", [], ["c"], value=cst), helper.make_node("Mul", ["x", "c"], ["xc"]),
+             helper.make_node("SplitToSequence", ["xc"], ["seq"], axis=0, keepdims=1)]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None)])  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _seq_gate(tmp_path, compare, ratio=2.0):
+    """seq = SplitToSequence(x * c) of x = [1, 2, 3, 4]: golden recorded with c = 1, then the model
+    changed to c = ``ratio``, so every item seq[i] is off by (ratio - 1) * x[i]."""
+    _seq_model(tmp_path / "model.onnx", 1.0)
+    (tmp_path / "inputs").mkdir()
+    np.savez(tmp_path / "inputs" / "0.npz", x=np.array([1, 2, 3, 4], np.float32))
+    (tmp_path / "gate.toml").write_text(
+        f'model = "model.onnx"\ninputs = "inputs"\ngolden = "golden"\n[compare]\natol = 1e-5\nrtol = 1e-5\n{compare}\n'
+    )
+    assert main(["record", str(tmp_path / "gate.toml"), "--root", str(tmp_path)]) == 0
+    _seq_model(tmp_path / "model.onnx", ratio)
+    return tmp_path / "gate.toml"
+
+
+def test_a_sequences_own_max_failed_iterations_applies_to_its_items(tmp_path, capsys):
+    # Before: the items seq[i] took the default entry (1): rc 0, PASSED 4 of 4.
+    config = _seq_gate(tmp_path, 'max_failed_iterations = { "" = 1, seq = 0 }')
+    assert _run(tmp_path, config) == 1
+    assert "REGRESSED: 4 of 4 outputs out of tolerance: 'seq[0]'" in capsys.readouterr().out
+
+
+def test_a_sequences_own_compare_func_and_verdict_apply_to_its_items(tmp_path, capsys):
+    # Before: the items took the default functions and verdict (cosine): simple reported only, rc 0.
+    funcs = 'compare_func = { "" = ["simple", "cosine"], seq = "simple" }'
+    config = _seq_gate(tmp_path, f'{funcs}\ncompare_verdict = {{ "" = "cosine", seq = "simple" }}')
+    assert _run(tmp_path, config) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSED: 4 of 4 outputs" in out and "report only" not in out
+
+
+def test_a_sequences_verdict_by_a_metric_over_the_whole_sequence_judges_it(tmp_path, capsys):
+    config = _seq_gate(tmp_path, 'compare_func = { "" = "simple", seq = ["simple", "cosine"] }\n'
+                                 'compare_verdict = { seq = "cosine" }')  # fmt: skip
+    assert _run(tmp_path, config) == 0  # cosine of x and 2x is 1; the items' simple rows are reported only
+    out = capsys.readouterr().out
+    assert out.count("FAIL (report only)") == 4 and "PASSED: 5 of 5" in out
+
+
+def test_a_regression_margin_for_a_sequence_is_accepted_and_applies_to_its_items(tmp_path, capsys):
+    # Before: "regression_margin names output 'seq', which this run does not have" (exit 2).
+    config = _seq_gate(tmp_path, "", ratio=1.5)
+    assert _run(tmp_path, config, "--report", str(tmp_path / "base.json")) == 1  # the baseline: errors 0.5 x
+    args = ("--baseline", str(tmp_path / "base.json"), "--fail-on", "regression", "--regression-margin")
+    capsys.readouterr()
+    assert _run(tmp_path, config, *args, "seq:0.1", "0") == 0, capsys.readouterr()  # the same errors
+    _seq_model(tmp_path / "model.onnx", 2.0)  # errors 1 x now: 0.5 x worse
+    assert _run(tmp_path, config, *args, "seq:0.1", "10") == 1  # seq's own margin, not the default
+    assert _run(tmp_path, config, *args, "seq:10", "0") == 0
