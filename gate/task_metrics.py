@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
+from gate.comparator.output_funcs import nan_rows
 from gate.comparator.postprocess import top_k_indices
 from gate.errors import GateError
 from gate.per_output import value_for_output
@@ -59,7 +60,8 @@ def ctc_collapse(sequence) -> list:
 
 def is_correct(output, label, metric: str, k: int = 1, axis: int = -1, blank: int = 0, where: str = "") -> bool:
     """Whether ``output`` (scores with classes along ``axis``, or integer classes) gets ``label`` right
-    under ``metric`` (module docstring); a batch is right when every row is.
+    under ``metric`` (module docstring); a batch is right when every row is, and scores that hold
+    NaN are never right (an argmax or a sort would pick index 0 of an all-NaN row).
 
     Raises:
         GateError: a label that is not integer, of the wrong shape, or a class out of range.
@@ -71,6 +73,11 @@ def is_correct(output, label, metric: str, k: int = 1, axis: int = -1, blank: in
     if classes is not None and label.size and (label.min() < 0 or label.max() >= classes):
         bad = int(label.min() if label.min() < 0 else label.max())
         raise GateError(f"{where}: label {bad} is out of range for the {classes} classes of the output (axis {axis}).")
+    if classes is not None and np.any(nan_rows(output, axis)):  # a NaN score gets no label right (D19)
+        if metric == "accuracy" and label.size != output.size // max(classes, 1):
+            raise GateError(f"{where}: expected {output.size // max(classes, 1)} label(s), one per batch row, "
+                            f"got shape {label.shape}.")  # fmt: skip
+        return False
     if metric == "accuracy":
         rows = np.moveaxis(output, axis, -1) if classes is not None else output
         rows = rows.reshape(-1, rows.shape[-1]) if classes is not None else rows.reshape(-1, 1)

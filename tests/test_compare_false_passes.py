@@ -135,3 +135,57 @@ def test_a_regression_margin_for_a_sequence_is_accepted_and_applies_to_its_items
     _seq_model(tmp_path / "model.onnx", 2.0)  # errors 1 x now: 0.5 x worse
     assert _run(tmp_path, config, *args, "seq:0.1", "10") == 1  # seq's own margin, not the default
     assert _run(tmp_path, config, *args, "seq:10", "0") == 0
+
+
+# --- 3. NaN scores never agree, and never get a label right (D19) ----------------------------------
+
+NAN_ROW, GOLDEN_ROW = np.full((1, 3), np.nan), [[0.8, 0.15, 0.05]]
+
+
+def test_all_nan_scores_do_not_agree_with_a_top1_of_index_0(tmp_path, capsys):
+    # Before: "top-1 100% agree pass", rc 0.
+    config = _gate(tmp_path, NAN_ROW, GOLDEN_ROW, 'compare_func = ["simple", "indices"]\ncompare_verdict = "indices"')
+    assert _run(tmp_path, config) == 1
+    out = capsys.readouterr().out
+    assert "0% agree" in out and "REGRESSED: 1 of 1" in out
+
+
+def test_all_nan_scores_are_not_a_correct_label(tmp_path, capsys):
+    # Before: "top-1 accuracy 100% (ref 100%, +0 pts) pass", rc 0.
+    config = _gate(tmp_path, NAN_ROW, GOLDEN_ROW, 'labels = "labels"\ntask_metric = "accuracy"\ntask_min = 1.0')
+    (tmp_path / "labels").mkdir()
+    np.savez(tmp_path / "labels" / "0.npz", label=np.array([0]))
+    assert _run(tmp_path, config) == 1
+    assert "top-1 accuracy  0% (ref 100%, -100 pts)" in capsys.readouterr().out
+
+
+def test_polygraphy_ranks_an_all_nan_row_index_0_first_where_we_disagree():
+    from polygraphy.comparator import compare as pg
+    from polygraphy.comparator import postprocess as pg_post
+    from polygraphy.comparator import struct as pg_struct
+
+    from gate.comparator.output_funcs import top_k_agreement
+
+    live, golden = NAN_ROW.astype(np.float32), np.array(GOLDEN_ROW, np.float32)
+    topk = pg_post.TopKPostprocessFunc(k=1)
+    a = topk(pg_struct.IterationResult({"y": live}, runner_name="a"))
+    b = topk(pg_struct.IterationResult({"y": golden}, runner_name="b"))
+    assert pg.IndicesCompareFunc()(a, b)["y"] is True  # Polygraphy: agrees
+    ours = top_k_agreement(live, golden)
+    assert not ours and ours.mismatch_count == 1 and ours.first_mismatch == ((0,), 0)
+    partly = np.array([[0.8, 0.1, 0.1], [0.1, np.nan, 0.0]], np.float32)  # one NaN in the second row
+    both = top_k_agreement(partly, np.array([[0.8, 0.1, 0.1], [0.1, 0.9, 0.0]], np.float32), k=2)
+    assert both.mismatch_count == 2 and both.first_mismatch == ((1,), 0)
+    assert top_k_agreement(golden, golden, k=2)  # no NaN: agrees
+
+
+@pytest.mark.parametrize(("metric", "label"), [("accuracy", [0]), ("exact_match", [0, 0]),
+                                               ("ctc_exact_match", [1])])  # fmt: skip
+def test_nan_scores_get_no_task_metric_right(metric, label):
+    from gate.task_metrics import is_correct
+
+    scores = np.array([[0.1, 0.9], [0.9, 0.1]] if metric == "ctc_exact_match" else [[0.9, 0.1], [0.8, 0.2]], np.float32)
+    label = np.array(label if metric != "accuracy" else [0, 0])
+    assert is_correct(scores, label, metric)
+    scores[1, :] = np.nan  # an argmax or a sort would pick class 0 here
+    assert not is_correct(scores, label, metric)

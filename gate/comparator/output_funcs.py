@@ -73,17 +73,41 @@ def top_k_agreement(a, b, k=1, axis=-1, index_tolerance=0, tie_atol=None) -> Ind
     Every position along the other axes is one batch. With ``tie_atol`` (not None), position ``i``
     whose indices differ still passes when the reference scores both indices within ``tie_atol``:
     ``|b[a's index] - b[b's index]| <= tie_atol``, a tie the two backends broke differently.
-    ``mismatch_count`` counts the positions that disagree, over every batch."""
+    ``mismatch_count`` counts the positions that disagree, over every batch.
+
+    A batch whose scores hold NaN on either side disagrees at every checked position: a sort puts NaN
+    last, so an all-NaN row would rank index 0 first and "agree" with a reference whose top-1 is 0
+    (Polygraphy's ``argsort(-x)`` top-k does; deviation D19)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
         return compare_indices(a, b, index_tolerance)
     ia = np.moveaxis(top_k_indices(a, k + index_tolerance, axis), axis, -1)
     ib = np.moveaxis(top_k_indices(b, k + index_tolerance, axis), axis, -1)
+    nan = nan_rows(a, axis) | nan_rows(b, axis)
+    if nan.any():  # judged apart below; equal indices here so that compare_indices skips them
+        ia, ib = ia.copy(), ib.copy()
+        ia[nan] = ib[nan]
     scores = None
     if tie_atol is not None:
         ref = np.moveaxis(np.asarray(b), axis, -1)
         scores = (np.take_along_axis(ref, ia, -1), np.take_along_axis(ref, ib, -1))
-    return compare_indices(ia, ib, index_tolerance, scores=scores, tie_atol=tie_atol or 0.0)
+    result = compare_indices(ia, ib, index_tolerance, scores=scores, tie_atol=tie_atol or 0.0)
+    if nan.any():
+        result.passed = False
+        result.mismatch_count += int(nan.sum()) * max(ia.shape[-1] - index_tolerance, 1)
+        first = tuple(int(i) for i in np.argwhere(nan)[0])
+        result.first_mismatch = min(result.first_mismatch or (first, 0), (first, 0))
+    return result
+
+
+def nan_rows(scores, axis=-1) -> np.ndarray:
+    """``scores.any(NaN)`` along ``axis``: a bool array of the other axes' shape (all False for
+    integer and bool scores)."""
+    scores = np.asarray(scores)
+    if scores.dtype.kind in "iub":
+        return np.zeros(np.delete(scores.shape, axis % max(scores.ndim, 1)) if scores.ndim else (), bool)
+    with np.errstate(invalid="ignore"):
+        return np.isnan(scores).any(axis=axis)
 
 
 class TopKCompareFunc:
