@@ -189,3 +189,32 @@ def test_nan_scores_get_no_task_metric_right(metric, label):
     assert is_correct(scores, label, metric)
     scores[1, :] = np.nan  # an argmax or a sort would pick class 0 here
     assert not is_correct(scores, label, metric)
+
+
+# --- 4. an index_tolerance that leaves nothing to check (D20) ---------------------------------------
+
+
+def test_an_index_tolerance_of_the_whole_axis_is_exit_2_naming_length_and_tolerance(tmp_path, capsys):
+    # Before: indices 0..3 against 7..10, index_tolerance 1 on a last axis of 1: "100% agree", rc 0.
+    live = np.arange(4).reshape(4, 1)
+    config = _gate(tmp_path, live, live + 7, 'compare_func = "indices"\nindex_tolerance = 1', elem=TensorProto.INT64)
+    assert _run(tmp_path, config) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'y' (has 1 position(s) along its last axis, but index_tolerance is 1" in err[0]
+
+
+def test_polygraphy_passes_a_tolerance_of_the_whole_axis_where_we_refuse():
+    from polygraphy.comparator import compare as pg
+    from polygraphy.comparator import struct as pg_struct
+
+    from gate.comparator.output_funcs import top_k_agreement
+
+    a, b = np.array([[0], [1]]), np.array([[7], [8]])
+    it_a, it_b = (pg_struct.IterationResult({"y": v}, runner_name=n) for v, n in ((a, "a"), (b, "b")))
+    assert pg.IndicesCompareFunc(index_tolerance=1)(it_a, it_b)["y"] is True  # checks nothing
+    ours = top_k_agreement(a, b, index_tolerance=1)
+    assert not ours and "index_tolerance is 1" in ours.error
+    scores = np.array([[0.1, 0.9, 0.0]], np.float32)
+    assert "3 position(s) along its class axis -1" in top_k_agreement(scores, scores, index_tolerance=3).error
+    assert top_k_agreement(scores, scores[:, ::-1], index_tolerance=2)  # below the length: checked
+    assert top_k_agreement(a, a, index_tolerance=0)

@@ -17,7 +17,7 @@ import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.distances import _difference, _squared
-from gate.comparator.indices import IndicesCompareResult, compare_indices
+from gate.comparator.indices import IndicesCompareResult, compare_indices, vacuous_tolerance
 from gate.comparator.metrics import (
     MetricResult,
     MetricThreshold,
@@ -81,6 +81,8 @@ def top_k_agreement(a, b, k=1, axis=-1, index_tolerance=0, tie_atol=None) -> Ind
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
         return compare_indices(a, b, index_tolerance)
+    if error := vacuous_tolerance(a.shape[axis] if a.ndim else 1, index_tolerance, f"its class axis {axis}"):  # D20
+        return IndicesCompareResult(passed=False, error=error, index_tolerance=index_tolerance)
     ia = np.moveaxis(top_k_indices(a, k + index_tolerance, axis), axis, -1)
     ib = np.moveaxis(top_k_indices(b, k + index_tolerance, axis), axis, -1)
     nan = nan_rows(a, axis) | nan_rows(b, axis)
