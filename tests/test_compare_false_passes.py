@@ -218,3 +218,64 @@ def test_polygraphy_passes_a_tolerance_of_the_whole_axis_where_we_refuse():
     assert "3 position(s) along its class axis -1" in top_k_agreement(scores, scores, index_tolerance=3).error
     assert top_k_agreement(scores, scores[:, ::-1], index_tolerance=2)  # below the length: checked
     assert top_k_agreement(a, a, index_tolerance=0)
+
+
+# --- 5. metrics at 1e20 scale: no overflow clamped into a pass (D21) -----------------------------
+
+BIG_A, BIG_B = np.array([1e20, 1e10], np.float32), np.array([1e20, -1e25], np.float32)
+
+
+def test_cosine_of_vectors_whose_float32_dot_product_overflows_fails(tmp_path, capsys):
+    # Before: the dot product overflowed to +inf and was clamped to 1.0: "cosine 1 pass", rc 0.
+    config = _gate(tmp_path, BIG_A, BIG_B, 'compare_func = "cosine"')
+    assert _run(tmp_path, config) == 1
+    assert "FAILED: worst cosine 9.99990064e-06 (min 0.997)" in capsys.readouterr().out
+
+
+def _pg_metric(func, field, a, b):
+    from polygraphy.comparator import struct as pg_struct
+
+    it_a, it_b = (pg_struct.IterationResult({"y": v}, runner_name=n) for v, n in ((a, "a"), (b, "b")))
+    return getattr(func(it_a, it_b)["y"], field)
+
+
+def test_polygraphys_cosine_overflows_to_1_or_nan_where_ours_is_float64s():
+    from polygraphy.comparator import compare as pg
+
+    from gate.comparator.distances import cosine_similarity
+
+    a64, b64 = BIG_A.astype(np.float64), BIG_B.astype(np.float64)
+    truth = float(a64 @ b64 / np.linalg.norm(a64) / np.linalg.norm(b64))  # 9.9999e-06
+    with np.errstate(all="ignore"):
+        assert _pg_metric(pg.CosineSimilarityCompareFunc(), "cosine_similarity", BIG_A, BIG_B) == 1.0
+        huge_a, huge_b = np.array([1e200, 1e190]), np.array([1e190, -1e200])
+        assert np.isnan(_pg_metric(pg.CosineSimilarityCompareFunc(), "cosine_similarity", huge_a, huge_b))
+    assert cosine_similarity(BIG_A, BIG_B) == pytest.approx(truth, rel=1e-12)
+    x, y = huge_a / 1e200, huge_b / 1e200
+    expected = float(np.dot(x, y) / np.linalg.norm(x) / np.linalg.norm(y))
+    assert cosine_similarity(huge_a, huge_b) == pytest.approx(expected, rel=1e-12) and abs(expected) < 1e-9
+    assert cosine_similarity(huge_a, huge_a) == 1.0
+    small = np.array([0.5, -0.25, 3.0], np.float32), np.array([0.4, -0.2, 2.5], np.float32)
+    assert cosine_similarity(*small) == _pg_metric(pg.CosineSimilarityCompareFunc(), "cosine_similarity", *small)
+
+
+@pytest.mark.parametrize("name", ["l2", "mse", "psnr", "snr"])
+def test_the_other_metrics_at_1e20_agree_with_polygraphy_and_float64(name):
+    from polygraphy.comparator import compare as pg
+
+    from gate.comparator.distances import l2_norm, psnr, snr
+    from gate.comparator.output_funcs import mean_squared_error
+
+    a, b = BIG_A.astype(np.float64), BIG_B.astype(np.float64)
+    mse = float(np.mean((a - b) ** 2))
+    ours, truth = {
+        "l2": (l2_norm, float(np.linalg.norm(a - b))),
+        "mse": (mean_squared_error, mse),
+        "psnr": (psnr, float(20 * np.log10(a.max()) - 10 * np.log10(mse))),
+        "snr": (snr, float(10 * np.log10(np.mean(a**2) / mse))),
+    }[name]
+    assert ours(BIG_A, BIG_B) == pytest.approx(truth, rel=1e-12)
+    if name != "mse":  # Polygraphy has no MSE compare function
+        func, field = {"l2": (pg.L2CompareFunc(), "l2_norm"), "psnr": (pg.PsnrCompareFunc(), "psnr"),
+                       "snr": (pg.SnrCompareFunc(), "snr")}[name]  # fmt: skip
+        assert ours(BIG_A, BIG_B) == _pg_metric(func, field, BIG_A, BIG_B)

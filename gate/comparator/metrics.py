@@ -7,7 +7,9 @@ polygraphy-0.53.6.md`` section 3.8), number for number on floating-point outputs
 precision: Polygraphy's ``util.array.power`` turns the exponent 2 into a 0-d int64 array, so under
 numpy 2 promotion every square (and every sum or mean of squares) is taken in float64, while the
 difference ``a - b`` and cosine's dot product ``sum(a * b)`` stay in the (cast-up) input dtype, e.g.
-float32. We reproduce that explicitly, so the numbers do not depend on the numpy version.
+float32. We reproduce that explicitly, so the numbers do not depend on the numpy version, except
+where cosine's dot product (or a float64 square) overflows on finite data: Polygraphy's inf clamps
+to 1.0, ours is computed in float64 on scaled vectors (D21).
 
 Deliberate differences (``shared/spec/README.md``): empty outputs pass with the metric reported as
 None (D4); outputs are paired by exact name (D5); a shape mismatch is a failed result that names both
