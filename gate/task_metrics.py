@@ -24,11 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
-from gate.comparator.output_funcs import nan_rows
+from gate.comparator.output_funcs import STRUCTURED_ERROR, axis_error, nan_rows
 from gate.comparator.postprocess import top_k_indices
 from gate.errors import GateError
 from gate.per_output import value_for_output
 from gate.results import OutputVerdict, fmt_threshold
+from gate.structured import is_structured
 
 
 @dataclass
@@ -123,7 +124,13 @@ class TaskCompareFunc:
             options = {key: int(value_or_from_dict(setting(self.settings, key), name, d))
                        for key, d in (("task_top_k", 1), ("top_k_axis", -1), ("ctc_blank", 0))}  # fmt: skip
             args = (metric, options["task_top_k"], options["top_k_axis"], options["ctc_blank"], where)
+            if is_structured(iter_result0[name]) or is_structured(iter_result1[name]):
+                results[name] = TaskResult(error=STRUCTURED_ERROR, output0_name=name, output1_name=name)
+                continue
             a, b = np.asarray(iter_result0[name]), np.asarray(iter_result1[name])
+            if error := axis_error(a, options["top_k_axis"]) if a.dtype.kind not in "iu" else None:
+                results[name] = TaskResult(error=error, output0_name=name, output1_name=name)
+                continue
             results[name] = TaskResult(is_correct(a, label, *args), is_correct(b, label, *args), None, name, name,
                                        (str(a.dtype), str(b.dtype)), (a.shape, b.shape))  # fmt: skip
         return results
@@ -192,4 +199,29 @@ def open_labels(cfg, count: int):
     labels = open_tensor_set(cfg.labels, "input", ["label"])
     if len(labels) != count:
         raise GateError(f"{cfg.labels}: {len(labels)} labels for {count} stored inputs; every iteration needs one.")
-    return labels
+    return LabelStore(labels)
+
+
+class LabelStore:
+    """A label store's tensor sets (``TensorSet`` or ``PolygraphyJsonSet``) whose every iteration must
+    hold a tensor ``label``: ``store[i]`` is the iteration's tensors, ``store.location(i)`` its file.
+
+    Raises:
+        GateError: (``store[i]``) an iteration without a tensor ``label``, naming the file and what it holds.
+    """
+
+    def __init__(self, tensor_set):
+        self.tensor_set = tensor_set
+
+    def __len__(self):
+        return len(self.tensor_set)
+
+    def location(self, index):
+        return self.tensor_set.location(index)
+
+    def __getitem__(self, index):
+        tensors = self.tensor_set[index]
+        if "label" not in tensors:
+            raise GateError(f"{self.location(index)}: has no tensor 'label' (it holds {sorted(tensors)}); a label "
+                            "store holds one tensor named 'label' per iteration.")  # fmt: skip
+        return tensors

@@ -77,27 +77,32 @@ def test_an_output_none_of_whose_rows_is_judged_never_passes():
 # --- 2. a structured output's leaves (seq[0]) take their output's per-output settings ------------
 
 
-def _seq_model(path, c: float):
-    """seq = SplitToSequence(x * c) into items of one element each."""
-    cst = numpy_helper.from_array(np.array(c, np.float32))
-    nodes = [helper.make_node("Constant", [], ["c"], value=cst), helper.make_node("Mul", ["x", "c"], ["xc"]),
-             helper.make_node("SplitToSequence", ["xc"], ["seq"], axis=0, keepdims=1)]  # fmt: skip
+def _seq_model(path, c: float, split=None):
+    """seq = SplitToSequence(x * c) into items of one element each, or of the lengths ``split``."""
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(c, np.float32))),
+             helper.make_node("Mul", ["x", "c"], ["xc"])]  # fmt: skip
+    if split is None:
+        nodes.append(helper.make_node("SplitToSequence", ["xc"], ["seq"], axis=0, keepdims=1))
+    else:
+        lengths = numpy_helper.from_array(np.array(split, np.int64))
+        nodes += [helper.make_node("Constant", [], ["s"], value=lengths),
+                  helper.make_node("SplitToSequence", ["xc", "s"], ["seq"], axis=0)]  # fmt: skip
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None)])  # fmt: skip
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
-def _seq_gate(tmp_path, compare, ratio=2.0):
-    """seq = SplitToSequence(x * c) of x = [1, 2, 3, 4]: golden recorded with c = 1, then the model
-    changed to c = ``ratio``, so every item seq[i] is off by (ratio - 1) * x[i]."""
-    _seq_model(tmp_path / "model.onnx", 1.0)
+def _seq_gate(tmp_path, compare, ratio=2.0, split=None):
+    """seq = SplitToSequence(x * c) of x = [1, 2, 3, 4] (``_seq_model``): golden recorded with c = 1,
+    then the model changed to c = ``ratio``, so every element is off by (ratio - 1) * x."""
+    _seq_model(tmp_path / "model.onnx", 1.0, split)
     (tmp_path / "inputs").mkdir()
     np.savez(tmp_path / "inputs" / "0.npz", x=np.array([1, 2, 3, 4], np.float32))
     (tmp_path / "gate.toml").write_text(
         f'model = "model.onnx"\ninputs = "inputs"\ngolden = "golden"\n[compare]\natol = 1e-5\nrtol = 1e-5\n{compare}\n'
     )
     assert main(["record", str(tmp_path / "gate.toml"), "--root", str(tmp_path)]) == 0
-    _seq_model(tmp_path / "model.onnx", ratio)
+    _seq_model(tmp_path / "model.onnx", ratio, split)
     return tmp_path / "gate.toml"
 
 
@@ -279,3 +284,50 @@ def test_the_other_metrics_at_1e20_agree_with_polygraphy_and_float64(name):
         func, field = {"l2": (pg.L2CompareFunc(), "l2_norm"), "psnr": (pg.PsnrCompareFunc(), "psnr"),
                        "snr": (pg.SnrCompareFunc(), "snr")}[name]  # fmt: skip
         assert ours(BIG_A, BIG_B) == _pg_metric(func, field, BIG_A, BIG_B)
+
+
+# --- 6. one-line errors, not "internal error: ... a bug in accuracy-gate" ---------------------------
+
+
+def _one_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in lines[0] and "Traceback" not in captured.err + captured.out
+    return lines[0]
+
+
+def test_a_labels_file_without_a_label_tensor_is_one_line_naming_the_file(tmp_path, capsys):
+    # Before: "internal error: KeyError: 'label'".
+    scores = [[0.8, 0.1, 0.1]]
+    config = _gate(tmp_path, scores, scores, 'labels = "labels"\ntask_metric = "accuracy"\ntask_min = 1.0')
+    (tmp_path / "labels").mkdir()
+    np.savez(tmp_path / "labels" / "0.npz", lbl=np.array([0]))
+    assert _run(tmp_path, config) == 2
+    assert "labels/0.npz: has no tensor 'label' (it holds ['lbl'])" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("task", [False, True])
+def test_a_top_k_axis_the_output_lacks_is_one_line(tmp_path, capsys, task):
+    # Before: "internal error: AxisError" (indices) / "IndexError: tuple index out of range" (task).
+    scores = [[0.8, 0.15, 0.05]]
+    compare = 'labels = "labels"\ntask_metric = "accuracy"' if task else 'compare_func = "indices"'
+    config = _gate(tmp_path, scores, scores, f"{compare}\ntop_k_axis = 5")
+    (tmp_path / "labels").mkdir()
+    np.savez(tmp_path / "labels" / "0.npz", label=np.array([0]))
+    assert _run(tmp_path, config) == 2
+    assert "'y' (has 2 dimension(s) (shape (1, 3)), so top_k_axis 5 is not one of its axes" in _one_line(capsys)
+
+
+@pytest.mark.parametrize(("func", "code", "shown"), [("cosine", 0, "seq     cosine  1 "),
+                                                    ("l2", 1, "seq     l2    5.4772")])  # fmt: skip
+def test_a_metric_on_a_ragged_sequence_takes_its_items_as_one_vector(tmp_path, capsys, func, code, shown):
+    # Before: "internal error: ValueError: ... inhomogeneous shape".
+    config = _seq_gate(tmp_path, f'compare_func = "{func}"', split=[1, 3])
+    assert _run(tmp_path, config) == code  # x vs 2x: cosine 1, l2 sqrt(1 + 4 + 9 + 16)
+    assert shown in capsys.readouterr().out
+
+
+def test_indices_on_a_sequence_is_one_line(tmp_path, capsys):
+    config = _seq_gate(tmp_path, 'compare_func = "indices"', split=[1, 3])
+    assert _run(tmp_path, config) == 2
+    assert "'seq' (is a sequence, map or optional, but indices and task metrics need a tensor" in _one_line(capsys)

@@ -27,6 +27,7 @@ from gate.comparator.metrics import (
 )
 from gate.comparator.postprocess import top_k_indices
 from gate.comparator.struct import IterationResult
+from gate.structured import is_structured
 
 
 def mean_squared_error(a, b) -> float:
@@ -112,6 +113,17 @@ def nan_rows(scores, axis=-1) -> np.ndarray:
         return np.isnan(scores).any(axis=axis)
 
 
+STRUCTURED_ERROR = ("is a sequence, map or optional, but indices and task metrics need a tensor of scores or "
+                    "classes; check it with simple (item by item) or a metric")  # fmt: skip
+
+
+def axis_error(scores: np.ndarray, axis: int) -> str | None:
+    """Why ``top_k_axis`` ``axis`` cannot be the class axis of ``scores``, or None."""
+    if scores.ndim and -scores.ndim <= axis < scores.ndim:
+        return None
+    return f"has {scores.ndim} dimension(s) (shape {scores.shape}), so top_k_axis {axis} is not one of its axes"
+
+
 class TopKCompareFunc:
     """Top-k agreement of each output with the reference (``top_k_agreement``).
 
@@ -135,15 +147,19 @@ class TopKCompareFunc:
 
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
         def compare_output(name0, array0, name1, array1):
-            a, b = np.asarray(array0), np.asarray(array1)
             tol = int(value_or_from_dict(self.index_tolerance, name0, 0))
+            if is_structured(array0) or is_structured(array1):
+                return IndicesCompareResult(passed=False, index_tolerance=tol, error=STRUCTURED_ERROR)
+            a, b = np.asarray(array0), np.asarray(array1)
             info = {"shapes": (a.shape, b.shape), "dtypes": (str(a.dtype), str(b.dtype)), "index_tolerance": tol}
+            axis = int(value_or_from_dict(self.axis, name0, -1))
+            if error := axis_error(a, axis) if a.dtype.kind not in "iu" else None:
+                return IndicesCompareResult(passed=False, error=error, **info)
             if a.shape != b.shape:
                 error = shape_mismatch_error(a.shape, b.shape, iter_result0.runner_name, iter_result1.runner_name)
                 return IndicesCompareResult(passed=False, error=error, **info)
             tie = float(value_or_from_dict(self.tie_atol, name0, 0.0)) if self.ties_compare_equal else None
             k = int(value_or_from_dict(self.k, name0, 1))
-            axis = int(value_or_from_dict(self.axis, name0, -1))
             result = top_k_agreement(a, b, k, axis, tol, tie)
             result.shapes, result.dtypes = info["shapes"], info["dtypes"]
             return result
