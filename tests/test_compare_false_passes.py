@@ -130,6 +130,15 @@ def test_a_sequences_verdict_by_a_metric_over_the_whole_sequence_judges_it(tmp_p
     assert out.count("FAIL (report only)") == 4 and "PASSED: 5 of 5" in out
 
 
+@pytest.mark.parametrize(("tolerances", "code"), [('atol = { "" = 1e-5, seq = 4.0 }', 0),
+                                                 ('atol = { "" = 10.0, seq = 1e-5 }\nrtol = 0.0', 1)])  # fmt: skip
+def test_a_sequences_own_tolerances_apply_to_its_items(tmp_path, capsys, tolerances, code):
+    # This held before too: the simple compare looks tolerances up by the output's name.
+    config = _seq_gate(tmp_path, "")
+    config.write_text(config.read_text().replace("atol = 1e-5\nrtol = 1e-5\n", tolerances + "\n"))
+    assert _run(tmp_path, config) == code, capsys.readouterr().out
+
+
 def test_a_regression_margin_for_a_sequence_is_accepted_and_applies_to_its_items(tmp_path, capsys):
     # Before: "regression_margin names output 'seq', which this run does not have" (exit 2).
     config = _seq_gate(tmp_path, "", ratio=1.5)
