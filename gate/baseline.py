@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.errors import GateError
+from gate.per_output import output_lineage, value_for_output
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, fmt
 
 FAIL_ON = ("threshold", "regression")
@@ -75,7 +76,7 @@ def parse_margins(values, setting: str):
 
 def margin_for(margins, output: str) -> Margin:
     if isinstance(margins, dict):
-        return margins.get(output, margins.get("", Margin()))
+        return value_for_output(margins, output, Margin())  # a structured output's leaf: its output's
     return margins if isinstance(margins, Margin) else Margin()
 
 
@@ -175,7 +176,7 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
             "use a baseline of the same gate."
         )
     if isinstance(margins, dict):
-        outputs = {row.output for row in result.rows}
+        outputs = {name for row in result.rows for name in output_lineage(row.output)}  # out[0]: out too
         unknown = [name for name in margins if name and name not in outputs]
         if unknown:
             raise GateError(

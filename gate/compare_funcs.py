@@ -25,6 +25,7 @@ from gate.comparator.output_funcs import MseCompareFunc, SelectedOutputs, TopKCo
 from gate.compare_options import DEFAULTS, FUNC_NAMES, NAMES, TASK_METRICS, THRESHOLDS
 from gate.dtype_rules import iteration_error
 from gate.errors import GateError
+from gate.per_output import output_lineage, value_for_output
 from gate.results import OutputVerdict
 from gate.task_metrics import task_rows
 
@@ -48,8 +49,8 @@ def setting(settings, key):
 
 def funcs_for(settings, output: str) -> list[str]:
     """The compare functions of ``output``, in order (``compare_func``: a name, a list, or names joined
-    by ``+``; per output)."""
-    value = value_or_from_dict(setting(settings, "compare_func"), output, "simple")
+    by ``+``; per output, a structured output's leaf by its output's entry)."""
+    value = value_for_output(setting(settings, "compare_func"), output, "simple")
     names = value if isinstance(value, list) else str(value).split("+")
     return [name.strip() for name in names if name.strip()]
 
@@ -182,6 +183,7 @@ def check_output_dtypes(settings, dtypes: dict, source: str) -> None:
                 raise GateError(f"{source}: {key} names output '{name}', which the model does not have; its "
                                 f"outputs are {list(dtypes)}.")  # fmt: skip
     for output, dtype in dtypes.items():
+        verdict_for(settings, output, source)
         metric = value_or_from_dict(setting(settings, "task_metric"), output, None)
         if metric and dtype is not None and dtype.kind in "bOSU":
             raise GateError(f"{source}: task metric '{metric}' needs scores or classes, but '{output}' is {dtype}.")
@@ -222,7 +224,7 @@ def _label(name: str, settings, output: str, dtypes) -> str:
         return name
     if dtypes and all(d[:3] in ("int", "uin") for d in dtypes):
         return "indices"
-    return f"top-{value_or_from_dict(setting(settings, 'top_k'), output, 1)}"
+    return f"top-{value_for_output(setting(settings, 'top_k'), output, 1)}"
 
 
 def _worst_key(name):
@@ -279,17 +281,55 @@ def _func_rows(name: str, accuracy, indices, settings) -> list[OutputVerdict]:
     return rows
 
 
+def verdict_for(settings, output: str, source: str = "compare_verdict") -> str:
+    """The compare function that decides ``output``'s verdict, or ``"all"``: its own
+    ``compare_verdict`` entry, else the default (``""``) entry when that is ``all`` or one of the
+    output's compare functions.
+
+    Raises:
+        GateError: the default verdict is not one of the output's functions (nothing would judge it),
+            naming the output, its functions and the verdict.
+    """
+    value = setting(settings, "compare_verdict")
+    own = [name for name in output_lineage(output) if isinstance(value, dict) and name in value]
+    if own:  # a structured output's leaf (``out[0]``) takes its output's entry
+        return value[own[0]]
+    verdict = value_or_from_dict(value, "", "all")
+    names = funcs_for(settings, output)
+    if verdict != "all" and verdict not in names:
+        raise GateError(f"{source}: the default compare_verdict '{verdict}' is not among the compare functions of "
+                        f"output '{output}' ({', '.join(names)}), so nothing would judge it; give '{output}' its "
+                        f"own compare_verdict or add '{verdict}' to its compare_func.")  # fmt: skip
+    return verdict
+
+
 def judge_rows(rows: list[OutputVerdict], settings) -> None:
     """In place: a row judged per iteration passes when at most ``max_failed_iterations`` of its
     iterations failed; a row of a function other than its output's ``compare_verdict`` is reported
-    only (``verdict`` False, ``passed`` True, its own outcome in ``within``)."""
+    only (``verdict`` False, ``passed`` True, its own outcome in ``within``). Every setting of a
+    structured output's leaf (``out[0]``, ``out{key}``) is its output's. An output none of whose rows
+    is judged (its verdict's function gave no row) is an error on each of its rows.
+
+    Raises:
+        GateError: an output's default verdict is not one of its functions (``verdict_for``).
+    """
     for row in rows:
         if row.error:
             continue
-        spec = value_or_from_dict(setting(settings, "max_failed_iterations"), row.output, 0)
+        spec = value_for_output(setting(settings, "max_failed_iterations"), row.output, 0)
         row.allowed_failures = allowed_failures(spec, row.iterations)
         if not row.averaged:
             row.passed = row.failed_iterations <= row.allowed_failures
-        verdict = value_or_from_dict(setting(settings, "compare_verdict"), row.output, "all")
+        verdict = verdict_for(settings, row.output)
         if verdict != "all" and row.func not in (verdict, "task"):  # a task metric has its own criterion
             row.verdict, row.within, row.passed = False, row.passed, True
+
+    def root(row):  # a structured output's leaves (seq[0]) and its metric rows (seq) are one output
+        return row.pair, output_lineage(row.output)[-1]
+
+    judged = {root(row) for row in rows if row.verdict or row.error}
+    for row in rows:
+        if root(row) not in judged:
+            row.passed = False
+            verdict = verdict_for(settings, row.output)
+            row.error = f"no compare function judges it (its compare_verdict '{verdict}' gave no row)"

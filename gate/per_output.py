@@ -3,6 +3,8 @@ and regression margins alike (a lower layer: the config, the option readers and 
 
 from __future__ import annotations
 
+import re
+
 from gate.errors import GateError
 
 
@@ -39,3 +41,29 @@ def parse_per_output(values, cast, setting: str, expected: str = "a value"):
     if list(parsed) == [""]:
         return parsed[""]
     return parsed
+
+
+_LEAF_SUFFIX = re.compile(r'(\[\d+\]|\{(?:-?\d+|"(?:[^"\\]|\\.)*"|[^{}\[\]"\x00-\x1f]+)\})$')
+"""One level of a structured output's leaf name (``gate.structured``: ``[i]`` for a sequence item,
+``{key}`` for a map key, a JSON string where the key is not bare)."""
+
+
+def output_lineage(name: str) -> list[str]:
+    """``name``, then each structured parent it is a leaf of, innermost first: ``"out[0]{a}"`` gives
+    ``["out[0]{a}", "out[0]", "out"]`` (README D18 names leaves ``out[i]`` / ``out{key}``)."""
+    names = [name]
+    while (match := _LEAF_SUFFIX.search(names[-1])) and match.start() > 0:
+        names.append(names[-1][: match.start()])
+    return names
+
+
+def value_for_output(obj, name: str, default=None):
+    """Polygraphy's ``value_or_from_dict`` for the gate's rows: a non-dict is the value for every
+    output; a dict gives the entry of ``name``, else of the structured output it is a leaf of
+    (``output_lineage``), else the ``""`` default entry, else ``default``."""
+    if not isinstance(obj, dict):
+        return obj
+    for candidate in output_lineage(name):
+        if candidate in obj:
+            return obj[candidate]
+    return obj.get("", default)

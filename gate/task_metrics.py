@@ -24,10 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
+from gate.comparator.output_funcs import STRUCTURED_ERROR, axis_error, nan_rows
 from gate.comparator.postprocess import top_k_indices
 from gate.dtype_rules import iteration_error
 from gate.errors import GateError
+from gate.per_output import value_for_output
 from gate.results import OutputVerdict, fmt_threshold
+from gate.structured import is_structured
 
 
 @dataclass
@@ -59,7 +62,8 @@ def ctc_collapse(sequence) -> list:
 
 def is_correct(output, label, metric: str, k: int = 1, axis: int = -1, blank: int = 0, where: str = "") -> bool:
     """Whether ``output`` (scores with classes along ``axis``, or integer classes) gets ``label`` right
-    under ``metric`` (module docstring); a batch is right when every row is.
+    under ``metric`` (module docstring); a batch is right when every row is, and scores that hold
+    NaN are never right (an argmax or a sort would pick index 0 of an all-NaN row).
 
     Raises:
         GateError: a label that is not integer, of the wrong shape, or a class out of range.
@@ -71,6 +75,11 @@ def is_correct(output, label, metric: str, k: int = 1, axis: int = -1, blank: in
     if classes is not None and label.size and (label.min() < 0 or label.max() >= classes):
         bad = int(label.min() if label.min() < 0 else label.max())
         raise GateError(f"{where}: label {bad} is out of range for the {classes} classes of the output (axis {axis}).")
+    if classes is not None and np.any(nan_rows(output, axis)):  # a NaN score gets no label right (D19)
+        if metric == "accuracy" and label.size != output.size // max(classes, 1):
+            raise GateError(f"{where}: expected {output.size // max(classes, 1)} label(s), one per batch row, "
+                            f"got shape {label.shape}.")  # fmt: skip
+        return False
     if metric == "accuracy":
         rows = np.moveaxis(output, axis, -1) if classes is not None else output
         rows = rows.reshape(-1, rows.shape[-1]) if classes is not None else rows.reshape(-1, 1)
@@ -116,7 +125,13 @@ class TaskCompareFunc:
             options = {key: int(value_or_from_dict(setting(self.settings, key), name, d))
                        for key, d in (("task_top_k", 1), ("top_k_axis", -1), ("ctc_blank", 0))}  # fmt: skip
             args = (metric, options["task_top_k"], options["top_k_axis"], options["ctc_blank"], where)
+            if is_structured(iter_result0[name]) or is_structured(iter_result1[name]):
+                results[name] = TaskResult(error=STRUCTURED_ERROR, output0_name=name, output1_name=name)
+                continue
             a, b = np.asarray(iter_result0[name]), np.asarray(iter_result1[name])
+            if error := axis_error(a, options["top_k_axis"]) if a.dtype.kind not in "iu" else None:
+                results[name] = TaskResult(error=error, output0_name=name, output1_name=name)
+                continue
             results[name] = TaskResult(is_correct(a, label, *args), is_correct(b, label, *args), None, name, name,
                                        (str(a.dtype), str(b.dtype)), (a.shape, b.shape))  # fmt: skip
         return results
@@ -129,13 +144,13 @@ def task_passed(value: float, reference: float, settings, output: str) -> tuple[
     from gate.compare_funcs import setting
 
     checks = []
-    low = value_or_from_dict(setting(settings, "task_min"), output, None)
+    low = value_for_output(setting(settings, "task_min"), output, None)
     if low is not None:
         checks.append((value >= low, f"min {fmt_threshold(low)}"))
-    ratio = value_or_from_dict(setting(settings, "task_min_relative"), output, None)
+    ratio = value_for_output(setting(settings, "task_min_relative"), output, None)
     if ratio is not None:
         checks.append((value >= ratio * reference, f"min_relative {fmt_threshold(ratio)} (>= {ratio * reference:.4g})"))
-    drop = value_or_from_dict(setting(settings, "task_max_drop"), output, None)
+    drop = value_for_output(setting(settings, "task_max_drop"), output, None)
     if drop is not None:
         checks.append((100 * (reference - value) <= drop + 1e-9, f"max_drop {fmt_threshold(drop)} points"))
     return all(ok for ok, _ in checks), ", ".join(text for _, text in checks) or "none"
@@ -150,8 +165,8 @@ def task_rows(accuracy, indices, settings) -> list[OutputVerdict]:
     for pair, iterations in accuracy.items():
         for output in accuracy.output_names(pair):
             samples = [(i, it[output]) for i, it in enumerate(iterations) if output in it]
-            metric = value_or_from_dict(setting(settings, "task_metric"), output, None)
-            k = value_or_from_dict(setting(settings, "task_top_k"), output, 1)
+            metric = value_for_output(setting(settings, "task_metric"), output, None)
+            k = value_for_output(setting(settings, "task_top_k"), output, 1)
             label = f"top-{k} accuracy" if metric == "accuracy" else metric
             stopped = iteration_error(pair, samples)  # the comparator's error, else any iteration's dtypes
             row = OutputVerdict(pair, output, True, stat=label, func="task", averaged=True, iterations=len(samples))
@@ -185,4 +200,29 @@ def open_labels(cfg, count: int):
     labels = open_tensor_set(cfg.labels, "input", ["label"])
     if len(labels) != count:
         raise GateError(f"{cfg.labels}: {len(labels)} labels for {count} stored inputs; every iteration needs one.")
-    return labels
+    return LabelStore(labels)
+
+
+class LabelStore:
+    """A label store's tensor sets (``TensorSet`` or ``PolygraphyJsonSet``) whose every iteration must
+    hold a tensor ``label``: ``store[i]`` is the iteration's tensors, ``store.location(i)`` its file.
+
+    Raises:
+        GateError: (``store[i]``) an iteration without a tensor ``label``, naming the file and what it holds.
+    """
+
+    def __init__(self, tensor_set):
+        self.tensor_set = tensor_set
+
+    def __len__(self):
+        return len(self.tensor_set)
+
+    def location(self, index):
+        return self.tensor_set.location(index)
+
+    def __getitem__(self, index):
+        tensors = self.tensor_set[index]
+        if "label" not in tensors:
+            raise GateError(f"{self.location(index)}: has no tensor 'label' (it holds {sorted(tensors)}); a label "
+                            "store holds one tensor named 'label' per iteration.")  # fmt: skip
+        return tensors

@@ -171,8 +171,23 @@ def test_metrics_equal_polygraphys(func, pg_func, field, pair):
     with np.errstate(all="ignore"):
         expected = theirs(pg_func(), a, b)
     result = ours(func(), a, b)
+    if field == "cosine_similarity" and _dot_overflows(a, b):  # D21: ours in float64, scaled
+        x, y = (np.ravel(v).astype(np.float64) for v in (a, b))
+        x, y = x / np.max(np.abs(x)), y / np.max(np.abs(y))
+        assert getattr(result, field) == pytest.approx(x @ y / np.linalg.norm(x) / np.linalg.norm(y), abs=1e-12)
+        return
     assert same(getattr(result, field), getattr(expected, field)), (a, b)
     assert bool(result) is bool(expected)
+
+
+def _dot_overflows(a, b) -> bool:
+    """Polygraphy's cosine dot product, in the cast-up input dtype, overflows on finite nonzero data."""
+    from gate.comparator.distances import _operand
+
+    x, y = np.ravel(_operand(a)), np.ravel(_operand(b))
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(x).all() and np.isfinite(y).all() and x.any() and y.any()
+        return bool(finite and not np.isfinite(np.sum(np.multiply(x, y))))
 
 
 class TestDeviations:

@@ -45,10 +45,13 @@ def l2_norm(a, b) -> float:
 
 
 def cosine_similarity(a, b) -> float:
-    """``sum(a * b) / (|a| |b|)`` over the flattened arrays, clamped to [-1, 1]; 1.0 when both norms
-    are 0 and 0.0 when one is; NaN (e.g. from inf) is returned as is. As in Polygraphy, the dot
-    product is accumulated in the promoted input dtype (float32 for float32 or float16 data) and the
-    norms in float64."""
+    """``sum(a * b) / (|a| |b|)`` over the flattened arrays, clamped to [-1, 1] (rounding only); 1.0
+    when both norms are 0 and 0.0 when one is; NaN (e.g. from inf) is returned as is. As in
+    Polygraphy, the dot product is accumulated in the promoted input dtype (float32 for float32 or
+    float16 data) and the norms in float64, except where that overflows on finite data (float32
+    products beyond 3.4e38, float64 squares beyond 1.8e308): then both vectors are scaled by their
+    largest magnitude and everything is computed in float64 (D21; Polygraphy gives inf clamped to
+    1.0, or NaN)."""
     x, y = np.ravel(_operand(a)), np.ravel(_operand(b))
     with np.errstate(all="ignore"):
         dot = np.sum(np.multiply(x, y))
@@ -58,8 +61,19 @@ def cosine_similarity(a, b) -> float:
             return 1.0
         if norm0 == 0 or norm1 == 0:
             return 0.0
+        if not np.isfinite([dot, norm0, norm1]).all() and np.isfinite(x).all() and np.isfinite(y).all():
+            return _scaled_cosine(x, y)
         value = float(dot / (norm0 * norm1))
     return value if math.isnan(value) else max(-1.0, min(1.0, value))
+
+
+def _scaled_cosine(x, y) -> float:
+    """Cosine similarity of finite, nonzero vectors in float64, each divided by its largest magnitude
+    first, so no product or square overflows."""
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    x, y = x / np.max(np.abs(x)), y / np.max(np.abs(y))
+    value = float(np.dot(x, y) / (np.sqrt(np.dot(x, x)) * np.sqrt(np.dot(y, y))))
+    return max(-1.0, min(1.0, value))
 
 
 def psnr(a, b) -> float:

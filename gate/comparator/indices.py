@@ -65,7 +65,9 @@ def compare_indices(a, b, index_tolerance=0, *, scores=None, tie_atol=0.0, fail_
     0-d is one value). Every row over the leading dims is a batch. Position ``i`` of a row matches
     when ``a[i] == b[i]``, or when the first position ``j`` of ``a[i]`` in ``b``'s row has
     ``|j - i| <= index_tolerance``; the last ``index_tolerance`` positions of ``a`` are not checked
-    (Polygraphy 0.53.6 ``IndicesCompareFunc``).
+    (Polygraphy 0.53.6 ``IndicesCompareFunc``). A tolerance of at least the last axis's length
+    would check nothing: the result fails with ``error`` (``vacuous_tolerance``; Polygraphy passes,
+    deviation D20).
 
     ``scores``: optional ``(scores0, scores1)``, arrays of ``a``'s shape (e.g. TopK's ``values``); a
     position that does not match is still accepted when ``|scores0[i] - scores1[i]| <= tie_atol``
@@ -85,6 +87,8 @@ def compare_indices(a, b, index_tolerance=0, *, scores=None, tie_atol=0.0, fail_
     if a.ndim == 0:
         a, b = a.reshape(1), b.reshape(1)
         scores = scores and tuple(s.reshape(1) for s in scores)
+    if error := vacuous_tolerance(a.shape[-1], index_tolerance):
+        return IndicesCompareResult(passed=False, error=error, index_tolerance=index_tolerance)
     checked = max(a.shape[-1] - index_tolerance, 0)
     mismatches, first, ties = 0, None, 0
     # Only positions that differ need the search; argwhere walks them in Polygraphy's order.
@@ -107,6 +111,16 @@ def compare_indices(a, b, index_tolerance=0, *, scores=None, tie_atol=0.0, fail_
         tie_count=ties,
         index_tolerance=index_tolerance,
     )
+
+
+def vacuous_tolerance(length: int, index_tolerance: int, axis: str = "its last axis") -> str | None:
+    """Why ``index_tolerance`` checks nothing on a last axis of ``length`` positions (the last
+    ``index_tolerance`` positions are not checked), or None: a tolerance > 0 of at least the length."""
+    if index_tolerance > 0 and length <= index_tolerance:
+        return (f"has {length} position(s) along {axis}, but index_tolerance is {index_tolerance}: the last "
+                f"{index_tolerance} positions are not checked, so nothing would be; use an index_tolerance below "
+                f"{length}")  # fmt: skip
+    return None
 
 
 def _tie(score0, score1, atol) -> bool:

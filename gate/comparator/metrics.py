@@ -7,7 +7,9 @@ polygraphy-0.53.6.md`` section 3.8), number for number on floating-point outputs
 precision: Polygraphy's ``util.array.power`` turns the exponent 2 into a 0-d int64 array, so under
 numpy 2 promotion every square (and every sum or mean of squares) is taken in float64, while the
 difference ``a - b`` and cosine's dot product ``sum(a * b)`` stay in the (cast-up) input dtype, e.g.
-float32. We reproduce that explicitly, so the numbers do not depend on the numpy version.
+float32. We reproduce that explicitly, so the numbers do not depend on the numpy version, except
+where cosine's dot product (or a float64 square) overflows on finite data: Polygraphy's inf clamps
+to 1.0, ours is computed in float64 on scaled vectors (D21).
 
 Deliberate differences (``shared/spec/README.md``): empty outputs pass with the metric reported as
 None (D4); outputs are paired by exact name (D5); a shape mismatch is a failed result that names both
@@ -31,6 +33,7 @@ from gate.comparator.compare import missing_output_result, pair_outputs
 from gate.comparator.distances import cosine_similarity, l2_norm, psnr, snr
 from gate.comparator.struct import IterationResult
 from gate.errors import GateError
+from gate.structured import is_structured, leaf_pairs
 
 # -- thresholds and results ----------------------------------------------------------------------------
 
@@ -267,6 +270,23 @@ def compare_outputs(
     return results
 
 
+def _flattened_leaves(live, reference):
+    """``(a, b, error)``: the leaves of two structured values (``leaf_pairs``) raveled and
+    concatenated, or ``error`` naming the first structural difference or leaf shape mismatch."""
+    parts = []
+    for leaf in leaf_pairs(live, reference):
+        where = f"item {leaf.suffix} " if leaf.suffix else ""
+        if leaf.difference:
+            return None, None, f"{where}{leaf.difference}"
+        if leaf.live is not None:
+            if leaf.live.shape != leaf.reference.shape:
+                return None, None, f"{where}has shape {leaf.live.shape} but the reference has {leaf.reference.shape}"
+            parts.append((np.ravel(leaf.live), np.ravel(leaf.reference)))
+    if not parts:
+        return np.zeros(0, np.float32), np.zeros(0, np.float32), None
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), None
+
+
 def _check_number(label, value):
     values = value.values() if isinstance(value, dict) else [value]
     for v in values:
@@ -317,7 +337,13 @@ class SingleMetricCompareFunc(BaseCompareFunc):
     def compare(self, a, b, threshold: MetricThreshold, runner0="runner 0", runner1="runner 1") -> MetricResult:
         """Compares array ``a`` (first runner) with ``b`` (any real dtypes) under ``threshold``; never
         modifies them. Different shapes give a failed result with ``error``; empty ones a passing
-        result whose metric is None."""
+        result whose metric is None. A sequence, map or optional (``gate.structured``) is one vector:
+        its leaves raveled and concatenated in the reference's order; a structural difference, or
+        leaves of different shapes, give a failed result with ``error``."""
+        if is_structured(a) or is_structured(b):
+            a, b, error = _flattened_leaves(a, b)
+            if error:
+                return self.result_type(error=error, thresholds=threshold, num_elements=0)
         a, b = np.asarray(a), np.asarray(b)
         common = {
             "thresholds": threshold,

@@ -17,7 +17,7 @@ import numpy as np
 
 from gate.comparator.compare import value_or_from_dict
 from gate.comparator.distances import _difference, _squared
-from gate.comparator.indices import IndicesCompareResult, compare_indices
+from gate.comparator.indices import IndicesCompareResult, compare_indices, vacuous_tolerance
 from gate.comparator.metrics import (
     MetricResult,
     MetricThreshold,
@@ -27,6 +27,7 @@ from gate.comparator.metrics import (
 )
 from gate.comparator.postprocess import top_k_indices
 from gate.comparator.struct import IterationResult
+from gate.structured import is_structured
 
 
 def mean_squared_error(a, b) -> float:
@@ -73,17 +74,54 @@ def top_k_agreement(a, b, k=1, axis=-1, index_tolerance=0, tie_atol=None) -> Ind
     Every position along the other axes is one batch. With ``tie_atol`` (not None), position ``i``
     whose indices differ still passes when the reference scores both indices within ``tie_atol``:
     ``|b[a's index] - b[b's index]| <= tie_atol``, a tie the two backends broke differently.
-    ``mismatch_count`` counts the positions that disagree, over every batch."""
+    ``mismatch_count`` counts the positions that disagree, over every batch.
+
+    A batch whose scores hold NaN on either side disagrees at every checked position: a sort puts NaN
+    last, so an all-NaN row would rank index 0 first and "agree" with a reference whose top-1 is 0
+    (Polygraphy's ``argsort(-x)`` top-k does; deviation D19)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
         return compare_indices(a, b, index_tolerance)
+    if error := vacuous_tolerance(a.shape[axis] if a.ndim else 1, index_tolerance, f"its class axis {axis}"):  # D20
+        return IndicesCompareResult(passed=False, error=error, index_tolerance=index_tolerance)
     ia = np.moveaxis(top_k_indices(a, k + index_tolerance, axis), axis, -1)
     ib = np.moveaxis(top_k_indices(b, k + index_tolerance, axis), axis, -1)
+    nan = nan_rows(a, axis) | nan_rows(b, axis)
+    if nan.any():  # judged apart below; equal indices here so that compare_indices skips them
+        ia, ib = ia.copy(), ib.copy()
+        ia[nan] = ib[nan]
     scores = None
     if tie_atol is not None:
         ref = np.moveaxis(np.asarray(b), axis, -1)
         scores = (np.take_along_axis(ref, ia, -1), np.take_along_axis(ref, ib, -1))
-    return compare_indices(ia, ib, index_tolerance, scores=scores, tie_atol=tie_atol or 0.0)
+    result = compare_indices(ia, ib, index_tolerance, scores=scores, tie_atol=tie_atol or 0.0)
+    if nan.any():
+        result.passed = False
+        result.mismatch_count += int(nan.sum()) * max(ia.shape[-1] - index_tolerance, 1)
+        first = tuple(int(i) for i in np.argwhere(nan)[0])
+        result.first_mismatch = min(result.first_mismatch or (first, 0), (first, 0))
+    return result
+
+
+def nan_rows(scores, axis=-1) -> np.ndarray:
+    """``scores.any(NaN)`` along ``axis``: a bool array of the other axes' shape (all False for
+    integer and bool scores)."""
+    scores = np.asarray(scores)
+    if scores.dtype.kind in "iub":
+        return np.zeros(np.delete(scores.shape, axis % max(scores.ndim, 1)) if scores.ndim else (), bool)
+    with np.errstate(invalid="ignore"):
+        return np.isnan(scores).any(axis=axis)
+
+
+STRUCTURED_ERROR = ("is a sequence, map or optional, but indices and task metrics need a tensor of scores or "
+                    "classes; check it with simple (item by item) or a metric")  # fmt: skip
+
+
+def axis_error(scores: np.ndarray, axis: int) -> str | None:
+    """Why ``top_k_axis`` ``axis`` cannot be the class axis of ``scores``, or None."""
+    if scores.ndim and -scores.ndim <= axis < scores.ndim:
+        return None
+    return f"has {scores.ndim} dimension(s) (shape {scores.shape}), so top_k_axis {axis} is not one of its axes"
 
 
 class TopKCompareFunc:
@@ -109,15 +147,19 @@ class TopKCompareFunc:
 
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
         def compare_output(name0, array0, name1, array1):
-            a, b = np.asarray(array0), np.asarray(array1)
             tol = int(value_or_from_dict(self.index_tolerance, name0, 0))
+            if is_structured(array0) or is_structured(array1):
+                return IndicesCompareResult(passed=False, index_tolerance=tol, error=STRUCTURED_ERROR)
+            a, b = np.asarray(array0), np.asarray(array1)
             info = {"shapes": (a.shape, b.shape), "dtypes": (str(a.dtype), str(b.dtype)), "index_tolerance": tol}
+            axis = int(value_or_from_dict(self.axis, name0, -1))
+            if error := axis_error(a, axis) if a.dtype.kind not in "iu" else None:
+                return IndicesCompareResult(passed=False, error=error, **info)
             if a.shape != b.shape:
                 error = shape_mismatch_error(a.shape, b.shape, iter_result0.runner_name, iter_result1.runner_name)
                 return IndicesCompareResult(passed=False, error=error, **info)
             tie = float(value_or_from_dict(self.tie_atol, name0, 0.0)) if self.ties_compare_equal else None
             k = int(value_or_from_dict(self.k, name0, 1))
-            axis = int(value_or_from_dict(self.axis, name0, -1))
             result = top_k_agreement(a, b, k, axis, tol, tie)
             result.shapes, result.dtypes = info["shapes"], info["dtypes"]
             return result
