@@ -135,11 +135,7 @@ class ComparedRun:
     @property
     def complete(self) -> bool:
         """Every iteration of the shard was compared."""
-        return (
-            self.stopped is None
-            and self.fail_fast_stop is None
-            and self.indices == list(self.shard.indices(self.total))
-        )
+        return self.stopped is None and self.indices == list(self.shard.indices(self.total))
 
     def content_sha256(self) -> str | None:
         """sha256 over the per-iteration golden digests of a complete 1/1 run (an unsharded check,

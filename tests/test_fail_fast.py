@@ -95,3 +95,36 @@ def test_a_report_only_failure_does_not_stop_the_run(tmp_path, capsys):
     assert code == 1 and report["iterations"] == 2
     assert report["scope"] == "--fail-fast: stopped at the first failing iteration, 2 of 5 compared"
     assert "x_out   cosine    -1" in capsys.readouterr().out
+
+
+def test_shards_stopped_by_fail_fast_merge_as_a_regression(tmp_path, capsys, monkeypatch):
+    # Failed before: check --jobs 2 and merge of --shard partials exited 2, "shard 1/2 lacks 2 of its 3
+    # iterations ... the file was edited or is incomplete"; unsharded the run exits 1.
+    config = identity_gate(tmp_path / "g", [X + 1] * 6, "[compare]\nfail_fast = true\n")
+    assert check(config)[0] == 1
+    code, report = check(config, "--jobs", "2")
+    assert code == 1 and report["status"] == "regressed" and report["iterations"] == 2
+    stops = "--fail-fast: shard 1/2 at iteration 0, shard 2/2 at iteration 1 stopped early, 2 of 6 iterations compared"
+    assert report["scope"] == f"2 shards in parallel; {stops}"
+    partials = []
+    for shard in ("1/2", "2/2"):
+        partials.append(config.parent / f"p{shard[0]}.json")
+        assert check(config, "--shard", shard, "--write-partial", str(partials[-1]))[0] == 0
+        assert json.loads(partials[-1].read_text())["fail_fast_stop"] == int(shard[0]) - 1
+    capsys.readouterr()
+    monkeypatch.chdir(config.parent)  # merge's paths stay inside the working directory
+    report = config.parent / "merged.json"
+    assert cli.main(["merge", *map(str, partials), "--junit", "m.xml", "--report", str(report)]) == 1
+    merged = json.loads(report.read_text())
+    assert merged["status"] == "regressed" and merged["scope"] == f"merged from 2 shards; {stops}"
+    # A shard that lacks iterations for another reason is still could-not-evaluate (exit 2).
+    data = json.loads(partials[0].read_text())
+    del data["fail_fast_stop"]
+    partials[0].write_text(json.dumps(data))
+    capsys.readouterr()
+    assert cli.main(["merge", *map(str, partials), "--junit", "m.xml"]) == 2
+    assert "shard 1/2 lacks 2 of its 3 iterations" in capsys.readouterr().err
+    data["fail_fast_stop"] = 2  # not the shard's last compared iteration
+    partials[0].write_text(json.dumps(data))
+    assert cli.main(["merge", *map(str, partials), "--junit", "m.xml"]) == 2
+    assert "fail_fast_stop" in capsys.readouterr().err
