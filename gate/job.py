@@ -22,6 +22,7 @@ from gate.comparator import Comparator
 from gate.comparator.bases import value_or_from_dict
 from gate.comparator.data_loader import coerce_feed_dict
 from gate.comparator.details import DetailsOnFailure
+from gate.comparator.kernels_threads import compare_threads
 from gate.comparator.output_funcs import SelectedOutputs
 from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
 from gate.compare_funcs import setting as compare_setting
@@ -157,6 +158,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
             failing, more shards than iterations), naming the file, tensor or iteration.
     """
     start = time.perf_counter()
+    compare_threads()  # ACCURACY_GATE_COMPARE_THREADS checked before any model runs
     shard = shard or Shard()
     input_names, output_names, model_sha256, types = model_io(cfg.model)
     _check_per_output_names(cfg, output_names)

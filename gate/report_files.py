@@ -162,7 +162,34 @@ def report_paths(request, scope: ReportScope) -> ReportPaths:
         paths[kind] = (
             require_output(value, scope.root, request.names[kind], scope.protected, default) if value else None
         )
+    _refuse_shared_paths(request, paths)
     return ReportPaths(**paths)
+
+
+def _refuse_shared_paths(request, paths: dict) -> None:
+    """Two report files at one path would overwrite each other (``--junit r.xml --markdown r.xml``).
+
+    Raises:
+        GateError: one line naming both flags (or inputs) and the path.
+    """
+    seen: dict = {}
+    for kind, path in paths.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            first = seen[real]
+            raise GateError(
+                f"{_named(request, first)} and {_named(request, kind)} are the same file {path}: the {WHAT[kind]} "
+                f"would overwrite the {WHAT[first]}; give each report its own path."
+            )
+        seen[real] = kind
+
+
+def _named(request, kind: str) -> str:
+    if getattr(request, kind, None) is not None and request.names.get(kind):
+        return request.names[kind]
+    return f"the {WHAT[kind]} path"
 
 
 def error_paths(request, scope: ReportScope) -> ReportPaths:
@@ -184,6 +211,10 @@ def error_paths(request, scope: ReportScope) -> ReportPaths:
         if path is not None and not scope.known and not replaceable(path, kind):
             refused.append((kind, f"{path} is not a {WHAT[kind]}; not overwriting it"))
             path = None
+        if path is not None and any(
+            p is not None and os.path.realpath(p) == os.path.realpath(path) for p in paths.values()
+        ):
+            path = None  # the same file as an earlier kind's (_refuse_shared_paths): that one gets the error
         paths[kind] = path
     return ReportPaths(**paths, refused=tuple(refused))
 
