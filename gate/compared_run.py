@@ -160,7 +160,8 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
     order = {key: n for n, key in reversed(list(enumerate((row.pair, row.output) for row in rows)))}
     rows.sort(key=lambda row: order[(row.pair, row.output)])  # an output's functions together, simple first
     judge_rows(rows, run.settings)
-    if run.settings.get("fail_fast"):  # the first failing judging comparison stopped the run: it regressed
+    if run.settings.get("fail_fast") or run.fail_fast_stop is not None:  # the first failing judging comparison
+        # stopped the run: it regressed, whatever max_failed_iterations allows
         for row in rows:
             if row.verdict and row.func != "task" and not row.averaged and not row.error and row.failed_iterations:
                 row.allowed_failures, row.passed = 0, False

@@ -355,6 +355,8 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
     fail_fast_stop = read.integer(data.get("fail_fast_stop"), "fail_fast_stop", optional=True)
     if fail_fast_stop is not None and (not indices or fail_fast_stop != indices[-1]):
         raise read.fail("fail_fast_stop", "the last index of iterations.index")
+    if fail_fast_stop is not None and settings.get("fail_fast") is not True:
+        raise read.fail("fail_fast_stop", "absent: config.settings has no fail_fast")
     aggregation = data.get("aggregation")
     if aggregation not in ("per_sample", "average"):
         raise read.fail("aggregation", '"per_sample" or "average"')

@@ -128,3 +128,8 @@ def test_shards_stopped_by_fail_fast_merge_as_a_regression(tmp_path, capsys, mon
     partials[0].write_text(json.dumps(data))
     assert cli.main(["merge", *map(str, partials), "--junit", "m.xml"]) == 2
     assert "fail_fast_stop" in capsys.readouterr().err
+    data["fail_fast_stop"] = 0
+    del data["config"]["settings"]["fail_fast"]  # a stop without fail_fast in the settings
+    partials[0].write_text(json.dumps(data))
+    assert cli.main(["merge", *map(str, partials), "--junit", "m.xml"]) == 2
+    assert "'fail_fast_stop' must be absent: config.settings has no fail_fast" in capsys.readouterr().err
