@@ -8,8 +8,10 @@ which the Markdown chart shows as a second series.
 
 ``fail_on = "regression"`` judges rows against the baseline instead of only the tolerances: a row
 fails when its checked statistic's absolute error got worse than the baseline's by more than the
-margin, or when it is out of tolerance now but was within it on the baseline. A row out of
-tolerance on both, and not worse by more than the margin, passes as a known failure. An output the
+margin, when it is out of tolerance now but was within it on the baseline, or when it failed in
+more iterations than on the baseline (a larger share, where the runs have different numbers of
+iterations). A row out of tolerance on both, not worse by more than the margin and failing in no
+more iterations, passes as a known failure. An output the
 baseline does not have is judged by its tolerances alone.
 """
 
@@ -184,6 +186,7 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
                 f"{sorted(outputs)}."
             )
     matched = 0
+    failed_before = {}  # id(row) -> the baseline's (failed iterations, iterations) of the row's output
     for row in result.rows:  # a task metric's delta is shown; the verdict stays its criteria's
         task = baseline.task_rows.get((tuple(row.pair), row.output, row.stat)) if row.func == "task" else None
         row.baseline_abs = task.abs_value if task is not None else row.baseline_abs
@@ -209,6 +212,7 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
         row.baseline_abs, row.baseline_rel = base.abs_value, base.rel_value
         row.baseline_passed = _tolerance_passed(base)
         row.baseline_values = base.values
+        failed_before[id(row)] = (base.failed_iterations, base.iterations)
     if result.rows and not matched and any(not row.error and row.func in ("simple", "task") for row in result.rows):
         have = sorted({f"{' vs '.join(pair)}: {output}" for pair, output in baseline.rows})[:5]
         raise GateError(
@@ -216,11 +220,23 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
             "use a baseline of the same gate."
         )
     if fail_on == "regression" and result.status != ERROR:
-        _judge_regressions(result, margins)
+        _judge_regressions(result, margins, failed_before)
     return result
 
 
-def _judge_regressions(result: GateResult, margins) -> None:
+def _more_failed(row: OutputVerdict, before) -> bool:
+    """Whether ``row`` failed in more iterations than the baseline's ``before`` (failed, iterations)
+    did: a larger count, or a larger share where the runs have different numbers of iterations
+    (a statistic checked on the average over iterations has no failed iterations)."""
+    if before is None or row.averaged or not row.iterations or not before[1]:
+        return False
+    failed, iterations = before
+    if iterations == row.iterations:
+        return row.failed_iterations > failed
+    return row.failed_iterations * iterations > failed * row.iterations
+
+
+def _judge_regressions(result: GateResult, margins, failed_before=None) -> None:
     for row in result.rows:
         within = row.passed
         row.within_tolerance = within
@@ -236,7 +252,9 @@ def _judge_regressions(result: GateResult, margins) -> None:
             and not margin.allows(row.abs_value, row.baseline_abs)
         )
         crossed = not within and row.baseline_passed
-        row.regressed = bool(worse or crossed)
+        before = (failed_before or {}).get(id(row))
+        more_failed = _more_failed(row, before)
+        row.regressed = bool(worse or crossed or more_failed)
         if worse:
             row.regression = (
                 f"abs error {fmt(row.abs_value)} vs {fmt(row.baseline_abs)} on the baseline, worse by more than "
@@ -244,6 +262,11 @@ def _judge_regressions(result: GateResult, margins) -> None:
             )
         elif crossed:
             row.regression = "now out of tolerance, within it on the baseline"
+        elif more_failed:
+            row.regression = (
+                f"failed in {row.failed_iterations}/{row.iterations} iterations, {before[0]}/{before[1]} on the "
+                "baseline"
+            )
         row.known_failure = not within and not row.regressed
         row.passed = not row.regressed
     regressed = [row for row in result.rows if row.regressed]

@@ -116,6 +116,7 @@ class ComparedRun:
     golden_sha256: list = field(default_factory=list)
     where: dict = field(default_factory=dict)
     stopped: dict | None = None
+    fail_fast_stop: int | None = None  # --fail-fast: the golden-set index whose judging failure stopped the run
     duration_s: float = 0.0
     facts: dict = field(default_factory=dict)
     commit: str | None = None
@@ -159,6 +160,11 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
     order = {key: n for n, key in reversed(list(enumerate((row.pair, row.output) for row in rows)))}
     rows.sort(key=lambda row: order[(row.pair, row.output)])  # an output's functions together, simple first
     judge_rows(rows, run.settings)
+    if run.settings.get("fail_fast") or run.fail_fast_stop is not None:  # the first failing judging comparison
+        # stopped the run: it regressed, whatever max_failed_iterations allows
+        for row in rows:
+            if row.verdict and row.func != "task" and not row.averaged and not row.error and row.failed_iterations:
+                row.allowed_failures, row.passed = 0, False
     finish_rows(rows, where or run.where.get)
     result = gate_result(run.model, run.title, rows, len(run.indices), run.duration_s, dict(run.facts))
     if note := precision_note(result.facts, rows):  # e.g. TF32 on the GPU behind a float failure

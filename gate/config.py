@@ -417,6 +417,12 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
                 f"{where}: check_average needs check_error_stat max, mean, median or quantile, not elemwise "
                 f"(for {', '.join(_shown(output) or 'the default' for output in elemwise)})."
             )
+        if settings.get("fail_fast"):  # as Polygraphy's Comparator.compare_accuracy refuses them together
+            where = flag("check_average") or flag("fail_fast") or path
+            raise GateError(
+                f"{where}: check_average and fail_fast cannot be used together (an average over the iterations "
+                "compared before a stop is not the run's average)."
+            )
     if "execution_providers" in settings and not settings["execution_providers"]:
         raise GateError(
             f"{flag('execution_providers') or path}: 'execution_providers' is empty; name at least one, "

@@ -163,25 +163,74 @@ def claim_stale(reports, root, protected=(), model: str = "model") -> list[str]:
     return replaced
 
 
-def read_toml(path) -> dict:
-    """gate.toml's table for the early claim ({} where it is not a small regular UTF-8 TOML file)."""
+def _read_text(path) -> str | None:
+    """gate.toml's text (None where it is not a small regular UTF-8 file)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return {}
+                return None
             raw = file.read(_CONFIG_LIMIT + 1)
         if len(raw) > _CONFIG_LIMIT:
-            return {}
-        return tomllib.loads(raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+            return None
+        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except (OSError, ValueError):
+        return None
+
+
+def read_toml(path) -> dict:
+    """gate.toml's table for the early claim ({} where it is not a small regular UTF-8 TOML file)."""
+    try:
+        text = _read_text(path)
+        return {} if text is None else tomllib.loads(text)
     except Exception:  # noqa: BLE001 - RecursionError too: the full claim reports a bad gate.toml
         return {}
 
 
+_TABLE_LINE = re.compile(r"\s*\[\s*([^\[\]]*?)\s*\]\s*(?:#.*)?")
+_JUNIT_LINE = re.compile(r"""\s*((?:report\s*\.\s*)?)junit\s*=\s*(?:"([^"\\]*)"|'([^']*)')\s*(?:#.*)?""")
+
+
+def guess_report_junit(text: str) -> str | None:
+    """``[report] junit`` of a gate.toml that is not valid TOML (a syntax error elsewhere in it), found
+    by a line scan: a ``junit = "..."`` (or ``'...'``) line in the ``[report]`` table, or
+    ``report.junit = "..."`` before any table; quoted strings without escapes only, else None. A
+    guess: the early claim only replaces a JUnit file there, and the full claim only a path with no
+    file yet or a JUnit file (``gate.report_files``), so a wrong guess touches nothing else."""
+    table = ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("[["):
+            table = None  # an array of tables: never [report]
+            continue
+        if (match := _TABLE_LINE.fullmatch(line)) is not None:
+            table = re.sub(r"\s+", "", match[1])
+            continue
+        match = _JUNIT_LINE.fullmatch(line)
+        if match is not None and (table == "report" and not match[1] or table == "" and match[1]):
+            value = match[2] if match[2] is not None else match[3]
+            return value or None
+    return None
+
+
+def guessed_junit(config) -> str | None:
+    """:func:`guess_report_junit` of gate.toml ``config`` when it is not valid TOML, else None."""
+    text = _read_text(config)
+    if text is None:
+        return None
+    try:
+        tomllib.loads(text)
+        return None  # valid TOML: gate.config reads [report] junit itself
+    except Exception:  # noqa: BLE001 - RecursionError too
+        return guess_report_junit(text)
+
+
 def config_names(config) -> tuple[str | None, list, str]:
     """``([report] junit, the paths gate.toml names for reading, the model's file name)`` of gate.toml
-    ``config`` as far as it can be read (paths relative to its folder, as ``gate.config`` reads them)."""
+    ``config`` as far as it can be read (paths relative to its folder, as ``gate.config`` reads them);
+    of a gate.toml that is not valid TOML, only its guessed ``[report] junit`` (:func:`guess_report_junit`)."""
     data = read_toml(config) if config else {}
+    if config and not data:
+        return guessed_junit(config), [], "model"
     base = os.path.dirname(os.path.abspath(config)) if config else "."
     report = data.get("report") if isinstance(data.get("report"), dict) else {}
     trt = data.get("trt") if isinstance(data.get("trt"), dict) else {}

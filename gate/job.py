@@ -21,10 +21,13 @@ from gate.backend.golden import GoldenRunner
 from gate.backend.gpu_facts import runtime_facts
 from gate.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
 from gate.comparator import Comparator
+from gate.comparator.bases import value_or_from_dict
 from gate.comparator.data_loader import coerce_feed_dict
 from gate.comparator.details import DetailsOnFailure
+from gate.comparator.kernels_threads import compare_threads
 from gate.comparator.output_funcs import SelectedOutputs
 from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
+from gate.compare_funcs import setting as compare_setting
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
@@ -164,6 +167,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
             failing, more shards than iterations), naming the file, tensor or iteration.
     """
     start = time.perf_counter()
+    compare_threads()  # ACCURACY_GATE_COMPARE_THREADS checked before any model runs
     shard = shard or Shard()
     input_names, output_names, model_sha256, types = model_io(cfg.model)
     _check_per_output_names(cfg, output_names)
@@ -265,10 +269,9 @@ def _check_streaming(
     if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
         stream = StreamAhead(stream)
     names = [name for name, _ in compare_func]
-    accuracies = Comparator.compare_accuracy(
+    accuracies = Comparator.compare_accuracy(  # --fail-fast: the stream stops (gate.stream_progress.Guarded)
         progress.until_error(stream),
-        compare_func=[_Guarded(func, progress) for _, func in compare_func],
-        fail_fast=cfg.fail_fast,
+        compare_func=[_Guarded(func, progress, _judging(cfg, name)) for name, func in compare_func],
         comparisons=[(i, len(runners)) for i in range(len(runners))],
     )
     for name, result in zip(names, accuracies):  # check_average: every function that has a metric to average
@@ -295,7 +298,8 @@ def _check_streaming(
     run.settings = config_settings(cfg, run.facts["model_sha256"])
     run.accuracy = accuracy
     run.indices = selected[: progress.compared]
-    if cfg.fail_fast and progress.error is None and progress.compared < len(selected):
+    if progress.error is None and progress.failed_at is not None:
+        run.fail_fast_stop = selected[progress.failed_at]  # the run regressed (gate.compared_run.result_of)
         stop = f"--fail-fast: stopped at the first failing iteration, {progress.compared} of {len(selected)} compared"
         run.scope = f"{run.scope}; {stop}" if run.scope else stop
     if digests is not None:
@@ -315,6 +319,17 @@ def _check_streaming(
         if row.worst_iteration is not None:
             where(row.worst_iteration)
     return result
+
+
+def _judging(cfg: GateConfig, name: str):
+    """--fail-fast: ``judging(output)``, whether compare function ``name``'s result decides ``output``'s
+    verdict (its ``compare_verdict`` is ``all`` or ``name``; as ``gate.compare_funcs.judge_rows``), so
+    that only such a failure stops the run; None without fail_fast. Task metrics are counted over the
+    run, never failed by one iteration."""
+    if not cfg.fail_fast or name == "task":
+        return None
+    verdict = compare_setting(cfg, "compare_verdict")
+    return lambda output: value_or_from_dict(verdict, output, "all") in ("all", name)
 
 
 def _check_golden_folder(cfg: GateConfig, golden_layout: str, inputs_layout: str) -> None:

@@ -124,8 +124,8 @@ def check_coverage(source: str, run: ComparedRun) -> None:
     if got == expected:
         return
     label = f"{source}: shard {run.shard}"
-    if run.stopped is not None and got == expected[: len(got)]:
-        return
+    if (run.stopped is not None or run.fail_fast_stop is not None) and got == expected[: len(got)]:
+        return  # a shard stopped by an error or by --fail-fast (at its last iteration: gate.partial_file)
     extra = sorted(set(got) - set(expected))
     if extra or len(got) != len(set(got)):
         raise GateError(
@@ -159,8 +159,14 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
             by_index[index] = (run, position)
     indices = sorted(by_index)
     stopped = next((run.stopped for _, run in runs if run.stopped is not None), None)
-    if stopped is None and indices != list(range(first.total)):  # check_compatible makes it so
+    fail_fast = [run for _, run in runs if run.fail_fast_stop is not None]
+    if stopped is None and not fail_fast and indices != list(range(first.total)):  # check_compatible makes it so
         raise GateError(f"the shards cover {len(indices)} of the {first.total} iterations of the golden set.")
+    scope = f"merged from {count} shard{'s' if count > 1 else ''}"
+    early = [run for run in fail_fast if not run.complete]
+    if early:  # the merge is regressed (gate.compared_run.result_of): say where the shards stopped
+        stops = ", ".join(f"shard {run.shard} at iteration {run.fail_fast_stop}" for run in early)
+        scope += f"; --fail-fast: {stops} stopped early, {len(indices)} of {first.total} iterations compared"
     accuracy = _merged(runs, indices, by_index, lambda run: run.accuracy, first.accuracy.aggregation)
     names = dict.fromkeys(name for _, run in runs for name in run.metrics)
     metrics = {
@@ -185,10 +191,11 @@ def merge_runs(runs: list[tuple[str, ComparedRun]]) -> ComparedRun:
         ],
         where=where,
         stopped=stopped,
+        fail_fast_stop=min((run.fail_fast_stop for run in fail_fast), default=None),
         duration_s=sum(run.duration_s for _, run in runs),
         facts=dict(first.facts),
         commit=first.commit,
-        scope=f"merged from {count} shard{'s' if count > 1 else ''}",
+        scope=scope,
         config_path=first.config_path,
     )
 

@@ -158,9 +158,11 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
                 raise GateError(f"{where}: the process ended with exit code {process.exitcode} and no result.")
             runs.append((path, read_partial(path)))
         run = merge_runs(runs)
+    stops = run.scope.partition("; ")[2]  # where --fail-fast stopped shards (gate.merge.merge_runs), or ""
     run.scope = f"{count} shard{'s' if count > 1 else ''} in parallel" + (
         f" on devices {','.join(devices)}" if devices is not None else ""
     )
+    run.scope += f"; {stops}" if stops else ""
     return result_of(run)
 
 

@@ -14,6 +14,7 @@ The file, schema ``accuracy-gate-partial`` version 1 (documented in README.md,
      "iterations": {"index": [int], "golden_sha256": [str | null]},
      "where": {"<index>": str},                               # files of iterations named in errors
      "stopped": null | {"iteration": int | null, "message": str, "output"?: str},
+     "fail_fast_stop"?: int,   # --fail-fast: the iteration whose failure stopped the shard (the last one)
      "aggregation": "per_sample" | "average",
      "duration_s": num, "facts": {str: str},
      "pairs": [{"runners": [str, str],
@@ -123,6 +124,7 @@ def partial_document(run: ComparedRun) -> dict[str, Any]:
         "iterations": {"index": list(run.indices), "golden_sha256": list(run.golden_sha256)},
         "where": {str(k): v for k, v in sorted(run.where.items())},
         "stopped": run.stopped,
+        **({"fail_fast_stop": run.fail_fast_stop} if run.fail_fast_stop is not None else {}),
         "aggregation": run.accuracy.aggregation,
         "duration_s": json_number(run.duration_s),
         "facts": {str(k): str(v) for k, v in run.facts.items()},
@@ -350,6 +352,11 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         }
         if stopped["output"] is None:  # files from runs whose stop named no output
             del stopped["output"]
+    fail_fast_stop = read.integer(data.get("fail_fast_stop"), "fail_fast_stop", optional=True)
+    if fail_fast_stop is not None and (not indices or fail_fast_stop != indices[-1]):
+        raise read.fail("fail_fast_stop", "the last index of iterations.index")
+    if fail_fast_stop is not None and settings.get("fail_fast") is not True:
+        raise read.fail("fail_fast_stop", "absent: config.settings has no fail_fast")
     aggregation = data.get("aggregation")
     if aggregation not in ("per_sample", "average"):
         raise read.fail("aggregation", '"per_sample" or "average"')
@@ -382,6 +389,7 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
         golden_sha256=list(digests),
         where=where,
         stopped=stopped,
+        fail_fast_stop=fail_fast_stop,
         duration_s=duration if math.isfinite(duration) else 0.0,
         facts={str(k): str(v) for k, v in facts.items()},
         commit=commit if isinstance(commit, str) else None,

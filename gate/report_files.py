@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.config import ReportScope, report_scope
-from gate.early_claim import UNFINISHED, UNFINISHED_PARTIAL
+from gate.early_claim import UNFINISHED, UNFINISHED_PARTIAL, guessed_junit
 from gate.errors import GateError
 from gate.paths import DEFAULT_JUNIT, confinement_root, replaceable, require_output
 from gate.results import ERROR, GateResult
@@ -65,6 +65,8 @@ def scope_of(request) -> ReportScope:
     command's own flags."""
     if request.command == "check" and request.config is not None:
         scope = report_scope(request.config, {**request.overrides, "root": request.root}, request.sources)
+        if not scope.known and request.junit is None:
+            scope = _guessed_junit_scope(request.config, scope)
     else:  # run and merge read no gate.toml; a check without one knows nothing of its files
         scope = ReportScope(root=confinement_root(None, request.root), known=request.command != "check")
     reads = [(Path(p), "the baseline") for p in request.baseline]
@@ -78,6 +80,23 @@ def scope_of(request) -> ReportScope:
             if p
         ]
     return ReportScope(scope.root, scope.protected + tuple(reads), scope.known, scope.junit, scope.junit_error)
+
+
+def _guessed_junit_scope(config, scope: ReportScope) -> ReportScope:
+    """For gate.toml that is not valid TOML: ``scope`` with its ``[report] junit`` as a line scan finds
+    it (``gate.early_claim.guess_report_junit``), where that path passes the report-path checks and
+    holds no file yet or a JUnit file, so that the error replaces an earlier run's JUnit file there
+    (else the error goes to the default path, as before)."""
+    guess = guessed_junit(config)
+    if guess is None:
+        return scope
+    try:
+        path = require_output(Path(guess), scope.root, "'report.junit'", scope.protected, default=DEFAULT_JUNIT)
+    except GateError:
+        return scope
+    if not replaceable(path, "junit"):
+        return scope
+    return ReportScope(scope.root, scope.protected, scope.known, path, scope.junit_error)
 
 
 READS = {"baseline": "the baseline", "partials": "a partial result file being merged"}
@@ -143,7 +162,34 @@ def report_paths(request, scope: ReportScope) -> ReportPaths:
         paths[kind] = (
             require_output(value, scope.root, request.names[kind], scope.protected, default) if value else None
         )
+    _refuse_shared_paths(request, paths)
     return ReportPaths(**paths)
+
+
+def _refuse_shared_paths(request, paths: dict) -> None:
+    """Two report files at one path would overwrite each other (``--junit r.xml --markdown r.xml``).
+
+    Raises:
+        GateError: one line naming both flags (or inputs) and the path.
+    """
+    seen: dict = {}
+    for kind, path in paths.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            first = seen[real]
+            raise GateError(
+                f"{_named(request, first)} and {_named(request, kind)} are the same file {path}: the {WHAT[kind]} "
+                f"would overwrite the {WHAT[first]}; give each report its own path."
+            )
+        seen[real] = kind
+
+
+def _named(request, kind: str) -> str:
+    if getattr(request, kind, None) is not None and request.names.get(kind):
+        return request.names[kind]
+    return f"the {WHAT[kind]} path"
 
 
 def error_paths(request, scope: ReportScope) -> ReportPaths:
@@ -165,6 +211,10 @@ def error_paths(request, scope: ReportScope) -> ReportPaths:
         if path is not None and not scope.known and not replaceable(path, kind):
             refused.append((kind, f"{path} is not a {WHAT[kind]}; not overwriting it"))
             path = None
+        if path is not None and any(
+            p is not None and os.path.realpath(p) == os.path.realpath(path) for p in paths.values()
+        ):
+            path = None  # the same file as an earlier kind's (_refuse_shared_paths): that one gets the error
         paths[kind] = path
     return ReportPaths(**paths, refused=tuple(refused))
 

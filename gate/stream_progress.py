@@ -37,6 +37,7 @@ class Progress:
         self.compared = 0
         self.error: GateError | None = None
         self.error_iteration = None
+        self.failed_at: int | None = None  # --fail-fast: the position of the first failing judging comparison
 
     def feed(self):
         for index in range(len(self.inputs)):
@@ -69,14 +70,11 @@ class Progress:
             for run in stream:
                 if self.error is not None:
                     break
-                try:
-                    yield run
-                except GeneratorExit:  # the consumer stopped after this one (--fail-fast): it was compared
-                    if self.error is None:
-                        self.compared += 1
-                    raise
+                yield run
                 if self.error is None:
                     self.compared += 1
+                if self.failed_at is not None:  # --fail-fast: this iteration failed a judging comparison
+                    break
                 now = time.perf_counter()
                 if now - last >= PROGRESS_INTERVAL_S:
                     last = now
@@ -90,16 +88,23 @@ class Progress:
 
 class Guarded:
     """A compare function that records a GateError (e.g. no common outputs) as the stream's stopping
-    error instead of losing the results gathered so far."""
+    error instead of losing the results gathered so far. With ``judging(output) -> bool`` (--fail-fast)
+    a failing result for an output this function judges stops the stream after the iteration
+    (``Progress.failed_at``); a failing report-only comparison does not."""
 
-    def __init__(self, func, progress):
+    def __init__(self, func, progress, judging=None):
         self.func = func
         self.progress = progress
+        self.judging = judging
         self.thresholds_for = func.thresholds_for
 
     def __call__(self, result0, result1):
         try:
-            return self.func(result0, result1)
+            results = self.func(result0, result1)
         except GateError as err:
             self.progress.stop(err, self.progress.compared)  # the stream may already run the next one
             return OrderedDict()
+        if self.judging is not None and self.progress.failed_at is None:
+            if any(not bool(result) and self.judging(output) for output, result in results.items()):
+                self.progress.failed_at = self.progress.compared
+        return results

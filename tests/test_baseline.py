@@ -360,3 +360,36 @@ def test_one_shards_results_file_is_not_a_baseline_and_margins_name_real_outputs
     baseline = Baseline(source="b.json", model="m.onnx", rows={}, description="b")
     with pytest.raises(GateError, match="regression_margin names output 'nosuch', which this run does not have"):
         apply_baseline(result, baseline, "regression", {"": 0.1, "nosuch": 0.2})
+
+
+def test_more_failed_iterations_than_on_the_baseline_is_a_regression(tmp_path, capsys):
+    # Failed before: baseline 1 bad element in 1 of 8 iterations, now every element bad in 8 of 8 with the
+    # same worst abs error 0.01: PASSED, "not worse than the baseline".
+    from test_fail_fast import identity_gate
+
+    x = np.zeros(2, np.float32)
+    one_bad = np.array([0.01, 0.0], np.float32)
+    config = identity_gate(tmp_path / "g", [one_bad] + [x] * 7, "")
+    golden = config.parent / "golden"
+    for k in range(8):  # the inputs are 0, as the golden values but one
+        np.savez(config.parent / "inputs" / f"{k}.npz", x=x)
+    base = config.parent / "base.json"
+    flags = ["--junit", str(config.parent / "j.xml")]
+    assert cli.main(["check", str(config), *flags, "--report", str(base)]) == 1
+    for k in range(8):
+        np.savez(golden / f"{k}.npz", x_out=np.full(2, 0.01, np.float32))
+    report = config.parent / "r.json"
+    code = cli.main(["check", str(config), *flags, "--report", str(report), "--baseline", str(base),
+                     "--fail-on", "regression"])  # fmt: skip
+    assert code == 1
+    data = json.loads(report.read_text())
+    assert data["message"] == (
+        "1 of 1 outputs regressed against the baseline: 'x_out' (failed in 8/8 iterations, 1/8 on the baseline)"
+    )
+    # The same failures as on the baseline stay a known failure.
+    np.savez(golden / "0.npz", x_out=one_bad)
+    for k in range(1, 8):
+        np.savez(golden / f"{k}.npz", x_out=x)
+    code = cli.main(["check", str(config), *flags, "--report", str(report), "--baseline", str(base),
+                     "--fail-on", "regression"])  # fmt: skip
+    assert code == 0 and "1 out of tolerance as on the baseline" in json.loads(report.read_text())["message"]

@@ -254,3 +254,46 @@ def test_help_imports_no_heavy_module():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "junit"),
+    [
+        ('model = "m.onnx"\n[report]\njunit = "out/junit.xml"\nruners=[\n', "out/junit.xml"),
+        ("[ report ]  # reports\n  junit='out/j.xml'  # the CI's\n[compare\n", "out/j.xml"),
+        ('report.junit = "top.xml"\nmodel = [\n', "top.xml"),
+        ('[compare]\njunit = "not.xml"\n[report]\ntitle = "t"\n[x\n', None),  # another table's key
+        ('[[report]]\njunit = "arr.xml"\n', None),
+        ('[report]\njunit = "a\\"b.xml"\n', None),  # an escape: no guess
+        ('junit = "top-level.xml"\n[report\n', None),
+    ],
+)
+def test_the_report_junit_of_gate_toml_that_is_not_toml_is_found_by_a_line_scan(text, junit):
+    from gate.early_claim import guess_report_junit
+
+    assert guess_report_junit(text) == junit
+
+
+def test_gate_toml_syntax_error_claims_and_replaces_its_report_junit(stale, capsys):
+    # Failed before: after a passing run to [report] junit, a TOML syntax error left that passing JUnit
+    # file untouched (errors="0") and wrote the error to accuracy-gate-junit.xml only.
+    space, _, earlier = stale
+    config = space / "gate.toml"
+    text = config.read_text().replace('junit = "accuracy-gate-junit.xml"', 'junit = "out/junit.xml"')
+    config.write_text(text)
+    assert cli.main(["check", str(config)]) == 0
+    assert 'errors="0"' in (space / "out" / "junit.xml").read_text()
+    config.write_text(text.replace('runners = ["onnxrt"]', 'runners = ["onnxrt"'))
+    assert claim_for_cli(parse("check", config)) == ["out/junit.xml"]  # the early claim
+    assert junit_error(space / "out" / "junit.xml") == UNFINISHED
+    capsys.readouterr()
+    assert cli.main(["check", str(config)]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+    assert "not valid TOML" in junit_error(space / "out" / "junit.xml")  # the full claim's error report
+    assert not (space / "accuracy-gate-junit.xml").exists()
+    # A guessed path that holds another file is left alone; the error goes to the default path.
+    (space / "out" / "junit.xml").write_text("my notes\n")
+    assert claim_for_cli(parse("check", config)) == []
+    assert cli.main(["check", str(config)]) == 2
+    assert (space / "out" / "junit.xml").read_text() == "my notes\n"
+    assert "not valid TOML" in junit_error(space / "accuracy-gate-junit.xml")

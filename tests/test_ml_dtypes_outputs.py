@@ -131,3 +131,39 @@ def test_narrow_inputs_are_fed_with_their_onnx_type(tmp_path, elem_type, dtype):
     with OnnxrtRunner(SessionFromOnnx(tmp_path / "cast_in.onnx")) as runner:
         y = runner.infer({"x": x})["y"]
     np.testing.assert_array_equal(y, x.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.int4])
+def test_polygraphy_json_layout_refuses_ml_dtypes_at_record_time(tmp_path, dtype):
+    # Failed before: record --layout polygraphy-json wrote |V2 / |V1 / '<f1' payloads (exit 0) that check
+    # could not read (exit 2: "holds |V2 values", "descr '<f1' is not a valid dtype").
+    from gate.data import write_iteration
+    from gate.data.polygraphy_codec import to_json
+    from gate.errors import GateError
+
+    name = np.dtype(dtype).name
+    with pytest.raises(GateError, match=rf"^output 'y' is {name}, which Polygraphy's JSON cannot hold .*onnx-zoo\)\.$"):
+        write_iteration(tmp_path, "polygraphy-json", "output", 0, {"y": _expected(dtype)})
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(GateError, match=f"Cannot save an array of dtype {name}"):  # run --save-outputs too
+        to_json({"y": _expected(dtype)})
+
+
+def test_record_to_polygraphy_json_refuses_bfloat16_in_one_line(tmp_path):
+    from conftest import run_cli
+
+    model = _cast_model(tmp_path, TensorProto.BFLOAT16)
+    (tmp_path / "data" / "test_data_set_0").mkdir(parents=True)
+    (tmp_path / "data" / "test_data_set_0" / "input_0.pb").write_bytes(
+        numpy_helper.from_array(X, "x").SerializeToString()
+    )
+    config = tmp_path / "gate.toml"
+    config.write_text(f'model = "{model.name}"\ninputs = "data"\ngolden = "golden"\n')
+    proc = run_cli("record", config, "--layout", "polygraphy-json", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "accuracy-gate: error: iteration 0: output 'y' is bfloat16, which Polygraphy's JSON cannot hold (np.save "
+        "writes it as raw bytes; Polygraphy keeps such values as torch tensors only); record it in the ONNX "
+        "model-zoo layout (--layout onnx-zoo)."
+    ]
+    assert not list((tmp_path / "golden").glob("*.json")) if (tmp_path / "golden").exists() else True

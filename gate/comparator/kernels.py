@@ -109,6 +109,7 @@ def diff_statistics(
     Raises:
         GateError: ``ACCURACY_GATE_COMPARE_THREADS`` is not a whole number >= 1.
     """
+    threads = compare_threads()  # checked for every output, not only those of several blocks
     n = a.size
     diffs = BlockDiffs(a, b, infinities_compare_equal, nans_compare_equal)
     elemwise = check_error_stat == "elemwise"
@@ -162,7 +163,7 @@ def diff_statistics(
     starts = range(0, n, CHUNK)
     # Threads only for outputs of several whole blocks: a block and a tail (ppocr_v4_rec's 265,000
     # elements) gain nothing but hand-offs, which cost a GPU run's inference thread (bench/gpu_job.py).
-    summaries = block_map(summarise, starts, 1 if single_block else min(compare_threads(), n // CHUNK))
+    summaries = block_map(summarise, starts, 1 if single_block else min(threads, n // CHUNK))
     stats, tops = _combine(summaries, starts, n, elemwise)
     if order_stats:
         if single_block:

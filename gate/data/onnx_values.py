@@ -134,11 +134,24 @@ def parse_value(data: bytes, path, value_type=None, what: str = "value") -> tupl
     return proto.name, _value(proto, value_type, path)
 
 
+_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
+
+
 def _tensor(tensor, path) -> np.ndarray:
     if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data):
         raise GateError(
             f"{path}: tensor '{tensor.name}' keeps its values in external data; stored tensors must hold their "
             "values (a stored file never makes the gate read another file)."
+        )
+    if any(dim < 0 for dim in tensor.dims):  # numpy would take a negative reshape dim as "unknown"
+        raise GateError(
+            f"{path}: tensor '{tensor.name}' has dims {list(tensor.dims)}; a stored tensor's dims must be non-negative."
+        )
+    typed = [field for field in _TYPED_FIELDS if len(getattr(tensor, field))]
+    if typed and tensor.HasField("raw_data"):  # numpy_helper.to_array would read raw_data and drop the rest
+        raise GateError(
+            f"{path}: tensor '{tensor.name}' holds values both in raw_data and in {typed[0]}; a stored tensor keeps "
+            "its values in one of them."
         )
     if tensor.data_type == onnx.TensorProto.STRING:  # numpy_helper.to_array drops a string's trailing NULs
         try:

@@ -104,7 +104,18 @@ class _Encoder(json.JSONEncoder):
         return super().default(o)
 
 
+def raw_bytes_dtype(dtype) -> bool:
+    """Whether ``np.save`` writes ``dtype`` as raw bytes that read back as another type: ml_dtypes'
+    bfloat16, float8 and int4 (``|V2``, ``|V1``; float8_e5m2 even as the invalid ``<f1``)."""
+    return dtype.kind == "V" or dtype.type.__module__.startswith("ml_dtypes")
+
+
 def _encode_array(array: np.ndarray) -> dict:
+    if raw_bytes_dtype(array.dtype):
+        raise GateError(
+            f"Cannot save an array of dtype {array.dtype}: Polygraphy's JSON holds plain .npy payloads only, and "
+            ".npy keeps it as raw bytes (Polygraphy writes such values as torch tensors)."
+        )
     buffer = io.BytesIO()
     try:
         np.save(buffer, array, allow_pickle=False)

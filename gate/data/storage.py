@@ -13,6 +13,7 @@ import numpy as np
 
 from gate.data.npz import read_npz
 from gate.data.onnx_values import from_npz_members, parse_value, to_npz_members, write_value_file
+from gate.data.polygraphy_codec import raw_bytes_dtype
 from gate.errors import GateError
 from gate.paths import read_regular, require_inside
 from gate.structured import all_leaves
@@ -276,6 +277,17 @@ def open_tensor_set(
     return TensorSet(directory, kind, names, types)
 
 
+def _refuse_raw_bytes(tensors, kind: str, cannot: str) -> None:
+    """A one-line GateError for the first value of ``tensors`` of a :func:`raw_bytes_dtype`, before any
+    file is written; ``cannot``: "<the layout> cannot store (<why>)"."""
+    for name, array in all_leaves(tensors):
+        if raw_bytes_dtype(array.dtype):
+            raise GateError(
+                f"{kind} '{name}' is {array.dtype}, which {cannot}; record it in the ONNX model-zoo layout "
+                "(--layout onnx-zoo)."
+            )
+
+
 def write_iteration(
     directory,
     layout: str,
@@ -305,6 +317,12 @@ def write_iteration(
     if layout == POLYGRAPHY_JSON:
         from gate.data.polygraphy_json import write_json_iteration
 
+        _refuse_raw_bytes(
+            tensors,
+            kind,
+            "Polygraphy's JSON cannot hold (np.save writes it as raw bytes; Polygraphy keeps such values as torch "
+            "tensors only)",
+        )
         return [write_json_iteration(directory, kind, index, tensors)]
     if layout == MODEL_ZOO:
         folder = directory / (file_name or f"test_data_set_{index}")
@@ -316,13 +334,7 @@ def write_iteration(
             written.append(path)
         return written
     if layout == NPZ:
-        for name, array in all_leaves(tensors):
-            # ml_dtypes (bfloat16, float8, int4; float8_e5m2 has numpy kind "f"): .npy keeps raw bytes
-            if array.dtype.kind == "V" or array.dtype.type.__module__.startswith("ml_dtypes"):
-                raise GateError(
-                    f"{kind} '{name}' is {array.dtype}, which the npz layout cannot store (numpy "
-                    "writes it as raw bytes); record it in the ONNX model-zoo layout (--layout onnx-zoo)."
-                )
+        _refuse_raw_bytes(tensors, kind, "the npz layout cannot store (numpy writes it as raw bytes)")
         members = to_npz_members(tensors)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / (file_name or f"{index:06d}.npz")
