@@ -35,7 +35,7 @@ from gate.data.golden_folder import check_leftovers, remove_golden_files
 from gate.data.onnx_model import model_io, output_dtypes
 from gate.data.polygraphy_json import SeveralRunners
 from gate.data.readahead import ReadAhead
-from gate.data.storage import LAYOUTS, MODEL_ZOO, POLYGRAPHY_JSON
+from gate.data.storage import _ZOO_DIR, LAYOUTS, MODEL_ZOO, POLYGRAPHY_JSON
 from gate.dtype_rules import GateCompareFunc
 from gate.errors import GateError
 from gate.paths import refuse_symlinks
@@ -467,6 +467,14 @@ def _existing_golden(directory: Path) -> list[Path]:
     """Golden files of any writable layout in ``directory`` (never input files)."""
     if not directory.is_dir():
         return []
-    return sorted(directory.glob("test_data_set_*/output_*.pb")) + sorted(
-        p for p in directory.iterdir() if p.suffix in (".npz", ".json") and p.stem.isdigit()
-    )
+    # Exactly the names the readers take (gate.data.storage): test_data_set_<N>/output_<K>.pb, <N>.npz,
+    # <N>.json; anything else in the folder (test_data_set_old/, output_backup.pb) is the user's and
+    # record --force must never delete it.
+    zoo = [
+        file
+        for folder in directory.glob("test_data_set_*")
+        if _ZOO_DIR.match(folder.name) and folder.is_dir()
+        for file in folder.glob("output_*.pb")
+        if file.name[len("output_") : -len(".pb")].isdigit()
+    ]
+    return sorted(zoo) + sorted(p for p in directory.iterdir() if p.suffix in (".npz", ".json") and p.stem.isdigit())

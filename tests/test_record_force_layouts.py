@@ -113,3 +113,22 @@ def test_a_crash_while_moving_the_new_golden_files_in_never_reads_as_passing(gol
 def test_without_force_existing_golden_files_are_still_refused(golden_apart):
     with pytest.raises(GateError, match=r"golden outputs already exist \(8 files\); pass --force"):
         record(load_config(golden_apart), layout="npz")
+
+
+@pytest.mark.parametrize("layout", ["npz", "onnx-zoo"])
+def test_force_never_deletes_files_the_readers_do_not_take(golden_apart, layout):
+    # An attacker's finding: record --force deleted golden/test_data_set_old/output_0.pb and
+    # golden/test_data_set_0/output_backup.pb, files check never reads (the readers take
+    # test_data_set_<N>/output_<K>.pb only): the user's backups are not golden files of ours.
+    golden = golden_apart.parent / "golden"
+    (golden / "test_data_set_old").mkdir()
+    (golden / "test_data_set_old" / "output_0.pb").write_bytes(b"user backup")
+    (golden / "test_data_set_0" / "output_backup.pb").write_bytes(b"user backup 2")
+    proc = run_cli("record", golden_apart, "--force", "--layout", layout)
+    assert (golden / "test_data_set_old" / "output_0.pb").read_bytes() == b"user backup"
+    assert (golden / "test_data_set_0" / "output_backup.pb").read_bytes() == b"user backup 2"
+    if layout == "onnx-zoo":  # same layout: recorded anew beside the user's files
+        assert proc.returncode == 0, proc.stderr
+        assert _check(golden_apart).returncode == 0
+    else:  # the zoo folder the user keeps would leave two layouts: one line, nothing written
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
