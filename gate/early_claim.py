@@ -187,29 +187,50 @@ def read_toml(path) -> dict:
         return {}
 
 
-_TABLE_LINE = re.compile(r"\s*\[\s*([^\[\]]*?)\s*\]\s*(?:#.*)?")
-_JUNIT_LINE = re.compile(r"""\s*((?:report\s*\.\s*)?)junit\s*=\s*(?:"([^"\\]*)"|'([^']*)')\s*(?:#.*)?""")
-
-
 def guess_report_junit(text: str) -> str | None:
     """``[report] junit`` of a gate.toml that is not valid TOML (a syntax error elsewhere in it), found
-    by a line scan: a ``junit = "..."`` (or ``'...'``) line in the ``[report]`` table, or
-    ``report.junit = "..."`` before any table; quoted strings without escapes only, else None. A
-    guess: the early claim only replaces a JUnit file there, and the full claim only a path with no
-    file yet or a JUnit file (``gate.report_files``), so a wrong guess touches nothing else."""
-    table = ""
+    line by line: each line is read as TOML on its own (``tomllib``: quoted keys, escapes, inline
+    tables such as ``report = { junit = "..." }`` and dotted keys such as ``"report".junit = "..."``
+    alike), a table header sets the table the next lines belong to; a ``junit`` string in the
+    ``[report]`` table, or a ``report.junit`` before any table, is the guess, else None. A guess: the
+    early claim only replaces a JUnit file there, and the full claim only a path with no file yet or a
+    JUnit file (``gate.report_files``), so a wrong guess touches nothing else."""
+    table: tuple | None = ()
     for line in text.splitlines():
-        if line.lstrip().startswith("[["):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            data = tomllib.loads(line)
+        except Exception:  # noqa: BLE001 - a line that is not TOML alone (the error, a multi-line value)
+            if stripped.startswith("["):
+                table = None  # a header we cannot read: no line below it counts
+            continue
+        if stripped.startswith("[["):
             table = None  # an array of tables: never [report]
             continue
-        if (match := _TABLE_LINE.fullmatch(line)) is not None:
-            table = re.sub(r"\s+", "", match[1])
+        if stripped.startswith("["):
+            table = _header(data)
             continue
-        match = _JUNIT_LINE.fullmatch(line)
-        if match is not None and (table == "report" and not match[1] or table == "" and match[1]):
-            value = match[2] if match[2] is not None else match[3]
-            return value or None
+        if table == ("report",):
+            value = data.get("junit")
+        elif table == ():
+            report = data.get("report")
+            value = report.get("junit") if isinstance(report, dict) else None
+        else:
+            continue
+        if isinstance(value, str) and value:
+            return value
     return None
+
+
+def _header(data: dict) -> tuple:
+    """The key path of a table header read alone (``[a.b]`` -> ``{"a": {"b": {}}}`` -> ``("a", "b")``)."""
+    path: list = []
+    while isinstance(data, dict) and len(data) == 1:
+        key, data = next(iter(data.items()))
+        path.append(key)
+    return tuple(path)
 
 
 def guessed_junit(config) -> str | None:

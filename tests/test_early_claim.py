@@ -264,7 +264,14 @@ def test_help_imports_no_heavy_module():
         ('report.junit = "top.xml"\nmodel = [\n', "top.xml"),
         ('[compare]\njunit = "not.xml"\n[report]\ntitle = "t"\n[x\n', None),  # another table's key
         ('[[report]]\njunit = "arr.xml"\n', None),
-        ('[report]\njunit = "a\\"b.xml"\n', None),  # an escape: no guess
+        ('[report]\njunit = "a\\"b.xml"\n', 'a"b.xml'),  # escapes read as TOML reads them
+        # forms a line scan missed (a second attacker's finding: the earlier passing JUnit stayed green)
+        ('report = { junit = "out/j.xml" }\nruners=[\n', "out/j.xml"),
+        ('[report]\n"junit" = "out/j.xml"\nruners=[\n', "out/j.xml"),
+        ('"report".junit = "out/j.xml"\nruners=[\n', "out/j.xml"),
+        ('[report]\njunit = "out/\\u006a.xml"\nruners=[\n', "out/j.xml"),
+        ('["report"]\njunit = "q.xml"\n[x\n', "q.xml"),
+        ('[report.sub]\njunit = "sub.xml"\n[x\n', None),  # a subtable's key
         ('junit = "top-level.xml"\n[report\n', None),
     ],
 )
