@@ -134,17 +134,18 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
         values["comment_mode"] = "off"
     values["comment_key"] = _get("comment_key", environ)
     values["comment_author"] = parse("comment_author", _login)
-    values["junit_path"] = parse("junit_path", lambda n, v: actions.workspace_path(n, v, environ))
+    values["junit_path"] = parse("junit_path", lambda n, v: actions.report_workspace_path(n, v, environ))
     values["report_path"] = parse(
         "report_path",
-        lambda n, v: actions.workspace_path(n, v, environ),
+        lambda n, v: actions.report_workspace_path(n, v, environ),
         actions.workspace_default(DEFAULTS["report_path"], environ),  # never raises (a symlink there, say)
     )
     from gate.baseline import FAIL_ON, parse_margins
     from gate.shards import parse_shard
 
     values["shard"] = parse("shard", lambda n, v: parse_shard(v, f"Input `{n}`"))
-    values["partial_path"] = parse("partial_path", lambda n, v: actions.workspace_path(n, v, environ))
+    written = actions.report_workspace_path if values["mode"] == "check" else actions.workspace_path  # merge reads it
+    values["partial_path"] = parse("partial_path", lambda n, v: written(n, v, environ))
     values["baseline"] = parse("baseline", lambda n, v: actions.workspace_path(n, v, environ))
     values["fail_on"] = parse("fail_on", lambda n, v: actions.parse_choice(n, v, FAIL_ON), "threshold")
     values["margins"] = parse("regression_margin", lambda n, v: parse_margins(v, f"Input `{n}`"))
@@ -153,7 +154,9 @@ def read_settings(environ: Mapping[str, str]) -> tuple[Settings, list[GateError]
     if values["margins"] is not None and values["fail_on"] != "regression":
         errors.append(GateError("Input `regression_margin` applies only with `fail_on: regression`."))
     if values["mode"] == "check" and values["shard"] is not None and values["partial_path"] is None:
-        values["partial_path"] = actions.workspace_path("partial_path", default_partial_name(values["shard"]), environ)
+        values["partial_path"] = actions.report_workspace_path(
+            "partial_path", default_partial_name(values["shard"]), environ
+        )
     # Inputs that only mean something in another mode are mistakes (a merge job copied from a matrix
     # leg with `shard` still set would otherwise report a regression as a shard's green check).
     check_only = ("shard", *INPUTS[INPUTS.index("model") : INPUTS.index("validate") + 1])

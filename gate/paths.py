@@ -101,9 +101,15 @@ def require_output(path, root: Path, what: str, protected=(), default=None) -> P
     the gate reads nor inside one of its folders. ``protected`` holds ``(path, description)`` of
     each, e.g. ``(model, "the model")``; ``what`` names the flag or key that gave the path.
 
+    A symbolic link at ``path`` itself, in a folder inside ``root`` (or at the default path), is
+    removed first: the report replaces the link, nothing is ever written where it leads (that file
+    is left as it is), and no earlier report stays readable through it at this run's report path
+    (a stale passing JUnit or partial file behind a link read green after a refused run).
+
     Raises:
         GateError: it resolves outside ``root``, or would overwrite or write among what the gate reads.
     """
+    drop_report_link(path, root, default)
     if not is_default_path(path, default):
         require_inside(path, root, what)
     resolved = real_path(path, what)
@@ -117,6 +123,19 @@ def require_output(path, root: Path, what: str, protected=(), default=None) -> P
             continue
         raise GateError(f"{path}: {what} {where}; reports must stay out of the files and folders the gate reads.")
     return Path(path)
+
+
+def drop_report_link(path, root: Path, default=None) -> None:
+    """Removes a symbolic link at ``path`` (the link only) when its folder lies inside ``root`` or
+    ``path`` is the ``default`` report path in the working directory; anything else is left alone."""
+    if not os.path.islink(path):
+        return
+    folder = Path(os.path.realpath(Path(path).parent))
+    real_root = Path(os.path.realpath(root))
+    at_default = default is not None and os.path.abspath(path) == os.path.abspath(default)
+    if at_default or folder == real_root or real_root in folder.parents:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 REPORT_STARTS = {"junit": b"<?xml", "markdown": b"## ", "report": b'{"schema":"accuracy-gate-report"'}

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gate.errors import GateError
-from gate.paths import relative_paths, workspace_roots
+from gate.paths import drop_report_link, relative_paths, workspace_roots
 
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub's per-step job-summary limit in bytes; above it the upload is aborted."""
@@ -94,6 +94,17 @@ def workspace_default(value: str, environ: Mapping[str, str] = os.environ) -> Pa
     workspace = environ.get("GITHUB_WORKSPACE")
     base = Path(workspace) if workspace else Path.cwd()
     return Path(os.path.normpath(base.absolute() / value))
+
+
+def report_workspace_path(name: str, value: str, environ: Mapping[str, str] = os.environ) -> Path:
+    """:func:`workspace_path` of an input naming a file the action WRITES (``junit_path``,
+    ``report_path``, ``mode: check``'s ``partial_path``): a symbolic link there, in a folder inside
+    the workspace, is removed first (``gate.paths.drop_report_link``; the link only, never what it
+    leads to), so the report replaces it and no earlier report stays readable through it."""
+    workspace = environ.get("GITHUB_WORKSPACE")
+    base = Path(workspace) if workspace else Path.cwd()
+    drop_report_link(Path(os.path.normpath(base.absolute() / Path(value).expanduser())), base)
+    return workspace_path(name, value, environ)
 
 
 def workspace_path(name: str, value: str, environ: Mapping[str, str] = os.environ) -> Path:
