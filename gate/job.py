@@ -31,11 +31,11 @@ from gate.compare_funcs import setting as compare_setting
 from gate.compared_run import ComparedRun, config_settings, env_commit, golden_fingerprint, result_of
 from gate.config import GateConfig, trt_build_settings
 from gate.data import open_tensor_set, write_iteration
-from gate.data.golden_folder import check_leftovers, remove_golden_files
+from gate.data.golden_folder import check_leftovers, recorded_golden_files, remove_golden_files
 from gate.data.onnx_model import model_io, output_dtypes
 from gate.data.polygraphy_json import SeveralRunners
 from gate.data.readahead import ReadAhead
-from gate.data.storage import _ZOO_DIR, LAYOUTS, MODEL_ZOO, POLYGRAPHY_JSON
+from gate.data.storage import LAYOUTS, MODEL_ZOO, POLYGRAPHY_JSON
 from gate.dtype_rules import GateCompareFunc
 from gate.errors import GateError
 from gate.paths import refuse_symlinks
@@ -177,7 +177,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
         raise GateError(f"{cfg.inputs}: no stored inputs; nothing to compare.")
     _check_golden_folder(cfg, inputs.layout, inputs.layout)
     # A golden file (Polygraphy JSON) beside model-zoo inputs has no output_<K>.pb to look for.
-    zoo_without_outputs = inputs.layout == MODEL_ZOO and cfg.golden.is_dir() and not _existing_golden(cfg.golden)
+    zoo_without_outputs = inputs.layout == MODEL_ZOO and cfg.golden.is_dir() and not recorded_golden_files(cfg.golden)
     if not cfg.golden.exists() and "golden" in cfg.paths_named_by:  # given by a flag: missing, not unrecorded
         raise GateError(
             f"{cfg.golden}: not found ({cfg.paths_named_by['golden']}); expected golden outputs there: {LAYOUTS}."
@@ -397,7 +397,7 @@ def record(
     if cfg.golden.exists() and not cfg.golden.is_dir():
         raise GateError(f"{cfg.golden}: exists and is not a folder; 'golden' must name a folder.")
     refuse_symlinks(cfg.golden, "the golden folder")  # record deletes and writes there
-    existing = _existing_golden(cfg.golden)
+    existing = recorded_golden_files(cfg.golden)
     if existing and not force:
         raise GateError(
             f"{existing[0]}: golden outputs already exist ({len(existing)} files); pass --force to overwrite them."
@@ -461,20 +461,3 @@ def _write(folder, layout, index, outputs, types=None, name=None):
         raise GateError(f"iteration {index}: {err}") from err
     except OSError as err:
         raise GateError(f"{err.filename or folder}: cannot write golden outputs ({err.strerror}).") from err
-
-
-def _existing_golden(directory: Path) -> list[Path]:
-    """Golden files of any writable layout in ``directory`` (never input files)."""
-    if not directory.is_dir():
-        return []
-    # Exactly the names the readers take (gate.data.storage): test_data_set_<N>/output_<K>.pb, <N>.npz,
-    # <N>.json; anything else in the folder (test_data_set_old/, output_backup.pb) is the user's and
-    # record --force must never delete it.
-    zoo = [
-        file
-        for folder in directory.glob("test_data_set_*")
-        if _ZOO_DIR.match(folder.name) and folder.is_dir()
-        for file in folder.glob("output_*.pb")
-        if file.name[len("output_") : -len(".pb")].isdigit()
-    ]
-    return sorted(zoo) + sorted(p for p in directory.iterdir() if p.suffix in (".npz", ".json") and p.stem.isdigit())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gate.data.storage import _NPZ_FILE, _ZOO_DIR, MODEL_ZOO, NPZ, POLYGRAPHY_JSON
+from gate.data.storage import _NPZ_FILE, _ZOO_DIR, MODEL_ZOO, NPZ, POLYGRAPHY_JSON, zoo_position
 from gate.errors import GateError
 
 
@@ -24,6 +24,24 @@ def _layout_of_name(name: str) -> str | None:
     if name.endswith(".json"):
         return POLYGRAPHY_JSON
     return None
+
+
+def recorded_golden_files(directory: Path) -> list[Path]:
+    """The golden files of any writable layout in ``directory`` (never input files): exactly the
+    names the readers take (``test_data_set_<N>/output_<K>.pb``, ``<N>.npz``, ``<N>.json``), so that
+    ``record --force`` never deletes anything else there (``test_data_set_old/``, ``output_backup.pb``:
+    the user's)."""
+    if not directory.is_dir():
+        return []
+    zoo = [
+        file
+        for folder in directory.glob("test_data_set_*")
+        if _ZOO_DIR.match(folder.name) and folder.is_dir()
+        for file in folder.glob("output_*.pb")
+        if zoo_position(file.name, "output") is not None
+    ]
+    flat = [p for p in directory.iterdir() if _NPZ_FILE.match(p.name) or (p.suffix == ".json" and p.stem.isdigit())]
+    return sorted(zoo) + sorted(flat)
 
 
 def check_leftovers(directory: Path, layout: str, removed: list[Path]) -> None:

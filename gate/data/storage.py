@@ -27,6 +27,15 @@ _ZOO_DIR = re.compile(r"^test_data_set_(\d+)$")
 _NPZ_FILE = re.compile(r"^(\d+)\.npz$")
 
 
+def zoo_position(name: str, kind: str) -> int | None:
+    """``K`` of a model-zoo file name ``<kind>_<K>.pb`` (``kind``: ``input`` or ``output``), else None:
+    the only names the model-zoo reader takes."""
+    prefix = f"{kind}_"
+    if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
+        return int(name[len(prefix) : -3])
+    return None
+
+
 LAYOUTS = (
     "a folder of <N>.npz files, a folder of test_data_set_<N>/ folders (ONNX model-zoo layout), "
     "or a Polygraphy JSON file or folder"
@@ -177,9 +186,9 @@ class TensorSet:
         files = {}
         for entry in _entries(folder):
             name = entry.name
-            if name.startswith(prefix) and name.endswith(".pb") and name[len(prefix) : -3].isdigit():
+            position = zoo_position(name, self.kind)
+            if position is not None:
                 _confined(folder, entry, f"{self.kind} file")
-                position = int(name[len(prefix) : -3])
                 if position in files:
                     raise GateError(
                         f"{folder}: {self.kind} {position} is stored twice ({files[position].name} and {name})."
