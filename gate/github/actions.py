@@ -101,9 +101,7 @@ def report_workspace_path(name: str, value: str, environ: Mapping[str, str] = os
     ``report_path``, ``mode: check``'s ``partial_path``): a symbolic link there, in a folder inside
     the workspace, is removed first (``gate.paths.drop_report_link``; the link only, never what it
     leads to), so the report replaces it and no earlier report stays readable through it."""
-    workspace = environ.get("GITHUB_WORKSPACE")
-    base = Path(workspace) if workspace else Path.cwd()
-    drop_report_link(Path(os.path.normpath(base.absolute() / Path(value).expanduser())), base)
+    drop_report_link(workspace_default(os.path.expanduser(value), environ), workspace_default(".", environ))
     return workspace_path(name, value, environ)
 
 
