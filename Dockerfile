@@ -49,10 +49,17 @@ RUN python3 -m venv /opt/venv \
 
 COPY pyproject.toml README.md entrypoint.py /opt/accuracy-gate/
 COPY gate/ /opt/accuracy-gate/gate/
-RUN pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate \
-    && rm -rf /opt/accuracy-gate/build /opt/accuracy-gate/accuracy_gate.egg-info \
+# A C compiler for the compare kernel's compiled block, only in this layer (as in the CPU stage).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate \
+    && apt-get purge -y --auto-remove gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/* /opt/accuracy-gate/build /opt/accuracy-gate/accuracy_gate.egg-info \
     && pip check \
     && python -c "import tensorrt, onnxruntime, cuda.bindings.runtime, gate.cli; \
+from gate.comparator.kernels_fused import kernel_name; \
+assert kernel_name() == 'compiled', 'the compare kernel was not built'; \
 assert tensorrt.__version__.startswith('10.'), tensorrt.__version__; \
 assert 'CUDAExecutionProvider' in onnxruntime.get_available_providers(), onnxruntime.get_available_providers(); \
 print('tensorrt', tensorrt.__version__, 'onnxruntime-gpu', onnxruntime.__version__)"
@@ -80,10 +87,18 @@ RUN python3 -m venv /opt/venv \
 
 COPY pyproject.toml README.md entrypoint.py /opt/accuracy-gate/
 COPY gate/ /opt/accuracy-gate/gate/
-RUN pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate \
-    && rm -rf /opt/accuracy-gate/build /opt/accuracy-gate/accuracy_gate.egg-info \
+# The compare kernel's compiled block (gate/comparator/_fused.c) needs a C compiler to build; it is
+# installed and removed in this one layer, so the image keeps only the built library.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate \
+    && apt-get purge -y --auto-remove gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/* /opt/accuracy-gate/build /opt/accuracy-gate/accuracy_gate.egg-info \
     && pip check \
     && python -c "import onnxruntime, gate.cli; \
+from gate.comparator.kernels_fused import kernel_name; \
+assert kernel_name() == 'compiled', 'the compare kernel was not built'; \
 providers = onnxruntime.get_available_providers(); \
 assert 'CPUExecutionProvider' in providers and 'CUDAExecutionProvider' not in providers, providers; \
 print('onnxruntime', onnxruntime.__version__)"

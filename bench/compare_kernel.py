@@ -424,6 +424,12 @@ def environment_lines() -> list[str]:
             )
     except ImportError:
         lines.append("threadpoolctl not installed: BLAS not shown (numpy's ufuncs and reductions are single-threaded)")
+    from gate.comparator.kernels_fused import KERNEL_ENV, kernel_name
+
+    lines.append(
+        f"compare kernel: {kernel_name()} block for float16/float32 ({KERNEL_ENV}=numpy for numpy's passes), "
+        f"{compare_threads()} thread(s)"
+    )
     unset = os.environ.get("BENCH_UNSET_BLAS_VARS")
     lines.append(f"unset for this run: {unset}" if unset else "OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE: not set")
     return lines

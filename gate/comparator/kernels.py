@@ -45,7 +45,7 @@ import math
 import numpy as np
 
 from gate.comparator.dtypes import cast_up
-from gate.comparator.kernels_blocks import EPSILON, SCRATCH, Block, BlockDiffs, reference_diffs
+from gate.comparator.kernels_blocks import EPSILON, SCRATCH, Block, BlockDiffs, block_sum, reference_diffs
 from gate.comparator.kernels_float16 import FLOAT16, identical_zero_count
 from gate.comparator.kernels_select import (
     Bracket,
@@ -111,8 +111,8 @@ def diff_statistics(
     """
     threads = compare_threads()  # checked for every output, not only those of several blocks
     n = a.size
-    diffs = BlockDiffs(a, b, infinities_compare_equal, nans_compare_equal)
     elemwise = check_error_stat == "elemwise"
+    diffs = BlockDiffs(a, b, infinities_compare_equal, nans_compare_equal, (atol, rtol) if elemwise else None)
     if diffs.mode != "reference":
         identical = _identical_statistics(a, b, n, diffs, check_error_stat, quantile)
         if identical is not None:
@@ -136,22 +136,29 @@ def diff_statistics(
     def summarise(start: int) -> dict:
         """What the statistics need of one block (its arrays are this thread's scratch)."""
         block = diffs(_block(a, start), _block(b, start))
+        fused = block.fused or (None, None, None, None)  # the compiled block's argmax, mismatches, sums
         summary = {
             "top": block.top,
             "top_rel": block.top_rel,
             "zeros": block.zero_count,
             "nan_counts": block.nan_counts,
-            "sum_abs": float(np.add.reduce(block.absdiff64, dtype=np.float64)),
-            "sum_rel": float(np.add.reduce(block.reldiff, dtype=np.float64)),
+            "sum_abs": block_sum(block.absdiff64) if fused[2] is None else fused[2],
+            "sum_rel": block_sum(block.reldiff) if fused[3] is None else fused[3],
             "dtypes": (block.absdiff.dtype, block.reldiff.dtype),
-            "first_max": None,
+            "first_max": fused[0],
             "mismatches": (0, None, None),
         }
-        if leaders[0].may_win(block.top, start):
-            summary["first_max"] = int(np.argmax(block.absdiff))
+        if fused[0] is not None or leaders[0].may_win(block.top, start):
+            if fused[0] is None:
+                summary["first_max"] = int(np.argmax(block.absdiff))
             leaders[0].offer(block.top, start)
         if elemwise and not (block.top <= atol or block.top_rel <= rtol):
-            summary["mismatches"] = _mismatches(block, atol, rtol, leaders[1], start, summary["first_max"])
+            if fused[1] is None:
+                summary["mismatches"] = _mismatches(block, atol, rtol, leaders[1], start, summary["first_max"])
+            else:
+                summary["mismatches"] = fused[1]
+                if fused[1][0]:
+                    leaders[1].offer(fused[1][1], start)
         if order_stats and single_block:
             summary["direct"] = direct_order_stats(block.absdiff, block.reldiff, check_error_stat, quantile)
         elif brackets is not None:

@@ -10,10 +10,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gate.comparator import kernels_fused
 from gate.comparator.dtypes import ML_WIDENING, abs_difference, cast_up, cast_up_dtype, unsigned_dtype
 from gate.comparator.kernels_float16 import FLOAT16, float16_to_float32
 
 EPSILON = 2.220446049250313e-16
+F32 = np.dtype(np.float32)
 
 
 def reference_diffs(a: np.ndarray, b: np.ndarray, infinities_compare_equal=True, nans_compare_equal=False):
@@ -91,6 +93,21 @@ class Block(NamedTuple):
     top: object  # max(absdiff), a numpy scalar
     top_rel: object  # max(reldiff)
     nan_counts: tuple
+    # From the compiled block (kernels_fused) only: (argmax(absdiff), the mismatches as
+    # ``kernels._mismatches`` gives them or None where it must compute them, the float64 sums of
+    # absdiff and reldiff as ``block_sum`` gives them).
+    fused: tuple | None = None
+
+
+def block_sum(x: np.ndarray) -> float:
+    """``np.add.reduce`` of ``x`` converted to float64 first: numpy's pairwise summation over the
+    whole block (a cast inside the reduction would sum in buffers of 8192 and give other last bits;
+    the compiled block sums in this order)."""
+    if x.dtype != np.float64:
+        wide = SCRATCH.get("sum64", np.float64, x.size)
+        np.copyto(wide, x)
+        x = wide
+    return float(np.add.reduce(x))
 
 
 class BlockDiffs:
@@ -98,10 +115,13 @@ class BlockDiffs:
     block (a ``Block``), element for element equal to ``reference_diffs`` of that block. Returned
     arrays may be the calling thread's scratch buffers, valid until its next call."""
 
-    def __init__(self, a, b, infinities_compare_equal, nans_compare_equal):
+    def __init__(self, a, b, infinities_compare_equal, nans_compare_equal, tolerances=None):
+        """``tolerances``: ``(atol, rtol)`` of an elemwise check, whose mismatches the compiled block
+        then counts, else None."""
         self.inf_eq = infinities_compare_equal
         self.nan_eq = nans_compare_equal
         self.mode = "reference"
+        self.compiled = False
         if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8 and a.dtype not in ML_WIDENING:
             self.mode = "float" if a.dtype.kind == "f" else "int"
             self.work = cast_up_dtype(a.dtype)
@@ -111,6 +131,14 @@ class BlockDiffs:
             if self.mode == "float":
                 # What ``reference + EPSILON`` gives at a zero of the reference, in its dtype.
                 self.eps = (np.zeros(1, self.work) + EPSILON)[0]
+                self.compiled = (
+                    a.dtype.isnative and b.dtype.isnative and a.dtype in (FLOAT16, F32) and kernels_fused.available()
+                )
+                self.thresholds = None
+                if self.compiled and tolerances is not None and min(tolerances) >= 0:
+                    # (With a negative tolerance, elements of absdiff 0 mismatch; _mismatches's
+                    # argmax order among those is numpy's, not the compiled block's.)
+                    self.thresholds = tuple(kernels_fused.threshold_bits(float(t)) for t in tolerances)
 
     def __call__(self, ac, bc) -> Block:
         if self.mode == "float":
@@ -143,7 +171,33 @@ class BlockDiffs:
             np.copyto(b_work, bc)
         return a_work, b_work
 
+    def _compiled(self, ac, bc) -> Block | None:
+        """The block by the compiled kernel, or None (not contiguous, or a NaN in the differences)."""
+        if not (ac.flags.c_contiguous and bc.flags.c_contiguous):
+            return None
+        k = ac.size
+        absdiff, reldiff = SCRATCH.get("abs", F32, k), SCRATCH.get("rel", F32, k)
+        u, idx, sums = (
+            SCRATCH.get("u", np.uint32, 5),
+            SCRATCH.get("idx", np.int64, 2),
+            SCRATCH.get("sums", np.float64, 2),
+        )
+        lo_abs, lo_rel = self.thresholds or (kernels_fused.NO_THRESHOLD, kernels_fused.NO_THRESHOLD)
+        if not kernels_fused.compare_block(ac, bc, self.eps, lo_abs, lo_rel, absdiff, reldiff, u, idx, sums):
+            return None
+        tops = u[:2].view(F32)
+        mismatches = None
+        if self.thresholds is not None:
+            count = int(u[3])
+            mismatches = (count, absdiff[idx[1]], int(idx[1])) if count else (0, None, None)
+        fused = (int(idx[0]), mismatches, float(sums[0]), float(sums[1]))
+        return Block(absdiff, absdiff, reldiff, int(u[2]), tops[0], tops[1], (0, 0), fused)
+
     def _float(self, ac, bc) -> Block:
+        if self.compiled:
+            block = self._compiled(ac, bc)
+            if block is not None:
+                return block
         k = ac.size
         a_work, b_work = self._operands(ac, bc)
         absdiff = SCRATCH.get("abs", self.work, k)

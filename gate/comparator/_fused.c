@@ -1,0 +1,277 @@
+/* The compiled block of the compare kernel (gate/comparator/kernels_fused.py loads it with ctypes;
+ * no Python API is used, so one build serves every CPython version).
+ *
+ * gate_compare_block computes, in one pass over a block of two float32 or two float16 arrays, what
+ * gate.comparator.kernels_blocks.BlockDiffs computes with about twenty numpy passes, element for
+ * element equal to it (tests/test_kernels_fused.py):
+ *   absdiff[i] = |x - y|,  reldiff[i] = absdiff[i] / |y == 0 ? eps : y|   (float32 arithmetic)
+ * with x, y the float32 values of a[i], b[i] (float16 converted exactly, as numpy converts it), and
+ * their maxima, the number of zeros in b, the number of elements with absdiff >= lo_abs and
+ * reldiff >= lo_rel (the caller's thresholds, the smallest float32 numpy calls greater than atol and
+ * rtol), the largest absdiff among those, the indices numpy's argmax gives, and the float64 sums
+ * of absdiff and reldiff by numpy's pairwise summation (DOUBLE_pairwise_sum of
+ * numpy/_core/src/umath/loops_utils.h.src: blocks of at most 128 elements with 8 accumulators,
+ * halves rounded down to a multiple of 8), the order numpy sums a float64 array in.
+ *
+ * Comparisons and maxima are taken on the bits: for the non-negative values here (the sign bit is
+ * cleared) the unsigned order of the bits is the order of the values, and a NaN is above every
+ * other value. A block whose differences hold a NaN returns 1 and the caller takes the numpy path
+ * (NaN and infinities on both sides need the full definition); otherwise 0.
+ *
+ * Built with -ffp-contract=off (no fused multiply-add) and without -ffast-math: every float
+ * operation is the IEEE 754 one numpy performs. No float value is subnormal on the float16 path
+ * (float16 values are normal float32), so a thread's flush-to-zero setting cannot change it.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#define NAN_BITS 0x7f800000u /* bits above this (sign cleared) are a NaN */
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
+#define GATE_X86 1
+#include <immintrin.h>
+#define GATE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GATE_CLONES
+#endif
+
+static inline float f_of(uint32_t bits) {
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline uint32_t b_of(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    return bits;
+}
+
+/* IEEE 754 binary16 bits -> binary32 bits, as numpy's npy_halfbits_to_floatbits: normal values
+ * move their exponent (bias 15 -> 127) and fraction; subnormals are fraction * 2**-24 (exact: both
+ * factors and the product are normal float32); infinities and NaN keep their payload. Branch-free
+ * selects, so the loop vectorises. */
+static inline uint32_t half_bits(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16;
+    uint32_t exponent = h & 0x7c00u;
+    uint32_t fraction = h & 0x03ffu;
+    uint32_t normal = (((h & 0x7fffu) << 13) + 0x38000000u) | sign;
+    uint32_t special = sign | 0x7f800000u | (fraction << 13);
+    uint32_t subnormal = b_of((float)(int32_t)fraction * 0x1p-24f) | sign;
+    uint32_t is_special = 0u - (uint32_t)(exponent == 0x7c00u);
+    uint32_t is_subnormal = 0u - (uint32_t)(exponent == 0);
+    return (special & is_special) | (subnormal & is_subnormal) | (normal & ~(is_special | is_subnormal));
+}
+
+/* The running maxima and counts of a block's pass. */
+typedef struct {
+    uint32_t top, top_rel, zeros, over_count, worst;
+} Acc;
+
+/* absdiff, reldiff (bits, sign cleared) of n elements from the float32 bits x, y, accumulated into
+ * acc. The loop has no branch, so it vectorises. */
+GATE_CLONES
+static void pass_words(const uint32_t *restrict x, const uint32_t *restrict y, int64_t n, uint32_t eps_bits,
+                       uint32_t lo_abs, uint32_t lo_rel, uint32_t *restrict absdiff, uint32_t *restrict reldiff,
+                       Acc *acc) {
+    uint32_t top = acc->top, top_rel = acc->top_rel, zeros = acc->zeros;
+    uint32_t over_count = acc->over_count, worst = acc->worst;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t db = b_of(f_of(x[i]) - f_of(y[i])) & 0x7fffffffu;
+        uint32_t ya = y[i] & 0x7fffffffu;
+        uint32_t zero = ya == 0;
+        uint32_t qb = b_of(f_of(db) / f_of(zero ? eps_bits : ya)) & 0x7fffffffu;
+        absdiff[i] = db;
+        reldiff[i] = qb;
+        top = db > top ? db : top;
+        top_rel = qb > top_rel ? qb : top_rel;
+        zeros += zero;
+        uint32_t over = (uint32_t)(db >= lo_abs) & (uint32_t)(qb >= lo_rel);
+        over_count += over;
+        uint32_t over_value = db & (0u - over);
+        worst = over_value > worst ? over_value : worst;
+    }
+    acc->top = top;
+    acc->top_rel = top_rel;
+    acc->zeros = zeros;
+    acc->over_count = over_count;
+    acc->worst = worst;
+}
+
+GATE_CLONES
+static void half_to_words(const uint16_t *restrict h, uint32_t *restrict out, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = half_bits(h[i]);
+    }
+}
+
+#if defined(GATE_X86)
+/* The same conversion by the F16C instruction (exact for every value but NaN payloads, which never
+ * reach a result: a NaN input makes the block take numpy's passes). Used only where the CPU has it
+ * and the thread does not treat subnormal inputs as zero (MXCSR.DAZ), so the result is numpy's. */
+__attribute__((target("avx2,f16c")))
+static void half_to_words_f16c(const uint16_t *restrict h, uint32_t *restrict out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i packed = _mm_loadu_si128((const __m128i *)(h + i));
+        _mm256_storeu_ps((float *)(out + i), _mm256_cvtph_ps(packed));
+    }
+    for (; i < n; i++) {
+        out[i] = half_bits(h[i]);
+    }
+}
+
+static int f16c_usable(void) {
+    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2") && !(_mm_getcsr() & 0x0040u);
+}
+#else
+static void half_to_words_f16c(const uint16_t *h, uint32_t *out, int64_t n) { half_to_words(h, out, n); }
+static int f16c_usable(void) { return 0; }
+#endif
+
+#define SUB 2048 /* float16 elements converted at a time (2 x 8 KiB on the stack, in L1) */
+
+static void pass_half(const uint16_t *a, const uint16_t *b, int64_t n, uint32_t eps_bits, uint32_t lo_abs,
+                      uint32_t lo_rel, uint32_t *absdiff, uint32_t *reldiff, Acc *acc) {
+    uint32_t x[SUB], y[SUB];
+    int f16c = f16c_usable();
+    for (int64_t start = 0; start < n; start += SUB) {
+        int64_t m = n - start < SUB ? n - start : SUB;
+        if (f16c) {
+            half_to_words_f16c(a + start, x, m);
+            half_to_words_f16c(b + start, y, m);
+        } else {
+            half_to_words(a + start, x, m);
+            half_to_words(b + start, y, m);
+        }
+        pass_words(x, y, m, eps_bits, lo_abs, lo_rel, absdiff + start, reldiff + start, acc);
+    }
+}
+
+/* numpy's pairwise float64 sum of at most 128 float32 values (see the top of this file). */
+GATE_CLONES
+static double leaf_sum(const float *a, int64_t n) {
+    if (n < 8) {
+        double res = 0.;
+        for (int64_t i = 0; i < n; i++) {
+            res += (double)a[i];
+        }
+        return res;
+    }
+    double r[8];
+    int64_t i;
+    for (int j = 0; j < 8; j++) {
+        r[j] = (double)a[j];
+    }
+    for (i = 8; i < n - (n % 8); i += 8) {
+        for (int j = 0; j < 8; j++) {
+            r[j] += (double)a[i + j];
+        }
+    }
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++) {
+        res += (double)a[i];
+    }
+    return res;
+}
+
+/* numpy's pairwise float64 sum of n float32 values: halves (rounded down to a multiple of 8) down
+ * to blocks of at most 128. */
+/* The same sum of exactly 512 values: numpy splits them into four leaves of 128, summed here side by
+ * side (four independent chains of additions instead of one, same operations in the same order). */
+GATE_CLONES
+static double sum512(const float *a) {
+    double r[4][8];
+    for (int k = 0; k < 4; k++) {
+        for (int j = 0; j < 8; j++) {
+            r[k][j] = (double)a[128 * k + j];
+        }
+    }
+    for (int i = 8; i < 128; i += 8) {
+        for (int k = 0; k < 4; k++) {
+            for (int j = 0; j < 8; j++) {
+                r[k][j] += (double)a[128 * k + i + j];
+            }
+        }
+    }
+    double leaf[4];
+    for (int k = 0; k < 4; k++) {
+        leaf[k] = ((r[k][0] + r[k][1]) + (r[k][2] + r[k][3])) + ((r[k][4] + r[k][5]) + (r[k][6] + r[k][7]));
+    }
+    return (leaf[0] + leaf[1]) + (leaf[2] + leaf[3]);
+}
+
+static double pairwise_sum(const float *a, int64_t n) {
+    if (n <= 128) {
+        return leaf_sum(a, n);
+    }
+    if (n == 512) {
+        return sum512(a);
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+/* The first index of `value` in bits[0, n) (it is there). */
+static int64_t first_index(const uint32_t *bits, int64_t n, uint32_t value) {
+    for (int64_t i = 0; i < n; i++) {
+        if (bits[i] == value) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* half: 1 for float16 inputs, 0 for float32. a, b: n >= 1 elements each, contiguous, native byte
+ * order. absdiff, reldiff: n float32 each (written). eps_bits: the float32 added to a zero of the
+ * reference. lo_abs, lo_rel: float32 bits of the thresholds (0xffffffff: count nothing).
+ * u (5 uint32): max absdiff bits, max reldiff bits, zeros in b, elements over both thresholds,
+ * max absdiff bits among those. idx (2 int64): argmax of absdiff, argmax of absdiff among the
+ * elements over both thresholds (-1 if none). sums (2 float64): pairwise sums of absdiff, reldiff.
+ * Returns 1 (nothing but u[0], u[1] valid) when a difference is NaN, else 0. */
+int gate_compare_block(int half, const void *a, const void *b, int64_t n, uint32_t eps_bits, uint32_t lo_abs,
+                       uint32_t lo_rel, float *absdiff, float *reldiff, uint32_t *u, int64_t *idx, double *sums) {
+    uint32_t *ad = (uint32_t *)absdiff, *rd = (uint32_t *)reldiff;
+    Acc acc = {0, 0, 0, 0, 0};
+    if (half) {
+        pass_half((const uint16_t *)a, (const uint16_t *)b, n, eps_bits, lo_abs, lo_rel, ad, rd, &acc);
+    } else {
+        pass_words((const uint32_t *)a, (const uint32_t *)b, n, eps_bits, lo_abs, lo_rel, ad, rd, &acc);
+    }
+    u[0] = acc.top;
+    u[1] = acc.top_rel;
+    u[2] = acc.zeros;
+    u[3] = acc.over_count;
+    u[4] = acc.worst;
+    if (u[0] > NAN_BITS || u[1] > NAN_BITS) {
+        return 1;
+    }
+    idx[0] = first_index(ad, n, u[0]);
+    idx[1] = -1;
+    if (u[3]) {
+        if (ad[idx[0]] >= lo_abs && rd[idx[0]] >= lo_rel) {
+            idx[1] = idx[0]; /* the first largest difference is over both: the worst of those too */
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                if (ad[i] == u[4] && ad[i] >= lo_abs && rd[i] >= lo_rel) {
+                    idx[1] = i;
+                    break;
+                }
+            }
+        }
+    }
+    sums[0] = 0. + pairwise_sum(absdiff, n);
+    sums[1] = 0. + pairwise_sum(reldiff, n);
+    return 0;
+}
+
+/* For tests: n float16 bits -> float32 by the integer formula (method 0) or F16C (method 1, where
+ * usable; else the integer formula). */
+void gate_convert_half(const uint16_t *h, float *out, int64_t n, int method) {
+    if (method == 1 && f16c_usable()) {
+        half_to_words_f16c(h, (uint32_t *)out, n);
+    } else {
+        half_to_words(h, (uint32_t *)out, n);
+    }
+}

@@ -1,0 +1,124 @@
+"""The compiled block of the compare kernel (``gate/comparator/_fused.c``), loaded with ctypes.
+
+One pass over a block of two float32 or two float16 arrays gives what ``BlockDiffs`` otherwise
+computes with about twenty numpy passes (each a trip through memory, and for float16 a conversion
+per operand), element for element the same: ``absdiff``, ``reldiff``, their maxima, the zeros of
+the reference, the elements outside both tolerances, the indices ``np.argmax`` gives, and the
+float64 sums of both differences in numpy's pairwise order (``block_sum``). ctypes releases the
+GIL for the call, so blocks on several threads and a GPU runner's thread run alongside.
+
+It is built, when a C compiler is there, by ``pip install`` (pyproject.toml
+``[tool.setuptools] ext-modules``, optional: without a compiler the install still succeeds) into
+``gate/comparator/_fused*.so``; without it, or with ``ACCURACY_GATE_COMPARE_KERNEL=numpy``, the
+numpy passes run instead, with the same results (``tests/test_kernels_fused.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+from gate.errors import GateError
+
+KERNEL_ENV = "ACCURACY_GATE_COMPARE_KERNEL"
+_LIB = []
+
+
+def _load():
+    """The loaded library (``ctypes.CDLL``), or None (not built, refused by ``ACCURACY_GATE_COMPARE_KERNEL``)."""
+    if not _LIB:
+        _LIB.append(_open())
+    return _LIB[0]
+
+
+def _open():
+    choice = os.environ.get(KERNEL_ENV, "auto").strip().lower()
+    if choice not in ("auto", "compiled", "numpy"):
+        raise GateError(f"{KERNEL_ENV}={os.environ[KERNEL_ENV]!r}: expected auto, compiled or numpy")
+    if choice == "numpy":
+        return None
+    built = sorted(Path(__file__).parent.glob("_fused*.so"))
+    if not built:
+        if choice == "compiled":
+            raise GateError(
+                f"{KERNEL_ENV}=compiled, but the compiled kernel was not built (pip install needs a C compiler)"
+            )
+        return None
+    lib = ctypes.CDLL(str(built[0]))  # CDLL: the GIL is released during each call
+    p = ctypes.c_void_p
+    lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 5
+    lib.gate_compare_block.restype = ctypes.c_int
+    lib.gate_convert_half.argtypes = [p, p, ctypes.c_int64, ctypes.c_int]
+    lib.gate_convert_half.restype = None
+    return lib
+
+
+def kernel_name() -> str:
+    """``compiled`` or ``numpy``: which block kernel this process compares float16/float32 with."""
+    return "numpy" if _load() is None else "compiled"
+
+
+def available() -> bool:
+    return _load() is not None
+
+
+@functools.lru_cache(maxsize=64)
+def threshold_bits(tolerance: float) -> int:
+    """The float32 bits of the smallest non-negative float32 ``x`` with ``np.greater(x, tolerance)``
+    (numpy's comparison of a float32 array with a Python float, whatever its casting rules), or
+    ``0x7f800001`` (no value but NaN) when there is none. For the non-negative differences, ``x >
+    tolerance`` in numpy is then ``bits(x) >= threshold_bits(tolerance)``."""
+    probe = np.zeros(1, np.uint32)
+
+    def greater(bits: int) -> bool:
+        probe[0] = bits
+        with np.errstate(over="ignore"):  # numpy casts a tolerance above float32's range to inf
+            return bool(np.greater(probe.view(np.float32), tolerance)[0])
+
+    low, high = 0, 0x7F800001  # the answer is in [low, high]; greater() is monotone below NaN
+    if greater(low):
+        return low
+    if not greater(0x7F800000):
+        return high
+    high = 0x7F800000
+    while high - low > 1:  # greater(low) is False, greater(high) is True
+        mid = (low + high) // 2
+        if greater(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, idx, sums) -> bool:
+    """Runs the compiled block on ``ac``, ``bc`` (1-D, contiguous, native byte order, both float32 or
+    both float16, size >= 1) into ``absdiff``, ``reldiff`` (float32, the same size) and ``u``
+    (uint32[5]: the bits of max absdiff and max reldiff, zeros of the reference, elements over both
+    thresholds, the bits of the largest absdiff among those), ``idx`` (int64[2]: ``np.argmax`` of
+    absdiff, and of absdiff among the elements over both thresholds, -1 if none), ``sums``
+    (float64[2]: ``np.add.reduce`` of absdiff and reldiff as float64). ``eps``: the float32 added
+    to a zero of the reference; ``lo_abs``, ``lo_rel``: ``threshold_bits`` of atol and rtol, or
+    ``NO_THRESHOLD``. Returns False when a difference is NaN: then only ``u[0]``, ``u[1]`` are set
+    and the caller takes numpy's passes."""
+    status = _load().gate_compare_block(
+        1 if ac.dtype.itemsize == 2 else 0,
+        ac.ctypes.data,
+        bc.ctypes.data,
+        ac.size,
+        int(np.asarray(eps, np.float32).view(np.uint32)),
+        lo_abs,
+        lo_rel,
+        absdiff.ctypes.data,
+        reldiff.ctypes.data,
+        u.ctypes.data,
+        idx.ctypes.data,
+        sums.ctypes.data,
+    )
+    return status == 0
+
+
+NO_THRESHOLD = 0xFFFFFFFF  # no float32's bits reach it: count nothing

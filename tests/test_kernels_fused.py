@@ -1,0 +1,211 @@
+"""The compiled block of the compare kernel (gate/comparator/_fused.c, kernels_fused) against the
+numpy passes it replaces: the same bits for every float16 pattern, random float32/float16 blocks,
+zeros, infinities, NaN (which fall back), thresholds at numpy's own comparison, and every statistic
+of ``diff_statistics`` through several blocks and threads."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gate.comparator import kernels, kernels_fused
+from gate.comparator.kernels import diff_statistics
+from gate.comparator.kernels_blocks import BlockDiffs
+from gate.errors import GateError
+
+compiled = pytest.mark.skipif(not kernels_fused.available(), reason="compiled compare kernel not built here")
+
+
+def test_built_where_a_compiler_is():
+    """pip install -e . builds it wherever a C compiler is (CI's runners have one)."""
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert kernels_fused.available(), "a C compiler is here but gate/comparator/_fused*.so was not built"
+        assert kernels_fused.kernel_name() == "compiled"
+
+
+@contextlib.contextmanager
+def numpy_kernel():
+    saved = list(kernels_fused._LIB)
+    kernels_fused._LIB[:] = [None]
+    try:
+        yield
+    finally:
+        kernels_fused._LIB[:] = saved
+
+
+def both_blocks(a, b, tolerances=(1e-5, 1e-5), inf_eq=True, nan_eq=False):
+    """(compiled Block, numpy Block) of one block, arrays copied out of the scratch buffers."""
+    blocks = []
+    for use_numpy in (False, True):
+        with numpy_kernel() if use_numpy else contextlib.nullcontext(), np.errstate(all="ignore"):
+            diffs = BlockDiffs(a, b, inf_eq, nan_eq, tolerances)
+            assert diffs.compiled == (not use_numpy)
+            block = diffs(a, b)
+            blocks.append(block._replace(absdiff=block.absdiff.copy(), reldiff=block.reldiff.copy()))
+    return blocks
+
+
+def assert_same_block(fused, reference, tolerances=(1e-5, 1e-5)):
+    assert fused.absdiff.dtype == reference.absdiff.dtype == np.float32
+    assert np.array_equal(fused.absdiff.view(np.uint32), reference.absdiff.view(np.uint32))
+    assert np.array_equal(fused.reldiff.view(np.uint32), reference.reldiff.view(np.uint32))
+    assert fused.zero_count == reference.zero_count
+    top, top_rel = fused.top, fused.top_rel
+    assert (top.view(np.uint32), top_rel.view(np.uint32)) == (
+        reference.top.view(np.uint32),
+        reference.top_rel.view(np.uint32),
+    )
+    if fused.fused is None:  # a NaN difference: the numpy passes ran
+        return
+    first_max, mismatches, sum_abs, sum_rel = fused.fused
+    assert first_max == int(np.argmax(reference.absdiff))
+    assert sum_abs == float(np.add.reduce(reference.absdiff.astype(np.float64)))
+    assert sum_rel == float(np.add.reduce(reference.reldiff.astype(np.float64)))
+    over = np.greater(reference.absdiff, tolerances[0]) & np.greater(reference.reldiff, tolerances[1])
+    count = int(np.count_nonzero(over))
+    assert mismatches[0] == count
+    if count:
+        masked = np.where(over, reference.absdiff, -1)
+        assert mismatches[2] == int(np.argmax(masked)) and mismatches[1] == masked.max()
+
+
+@compiled
+@pytest.mark.parametrize("method", [0, 1])
+def test_every_float16_pattern_converts_as_numpy(method):
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    out = np.empty(bits.size, np.float32)
+    kernels_fused._load().gate_convert_half(bits.ctypes.data, out.ctypes.data, bits.size, method)
+    expected = bits.view(np.float16).astype(np.float32)
+    nan = np.isnan(expected)
+    assert np.array_equal(out[~nan].view(np.uint32), expected[~nan].view(np.uint32))
+    assert np.isnan(out[nan]).all()
+    if method == 0:  # the integer formula keeps NaN payloads as numpy does
+        assert np.array_equal(out.view(np.uint32), expected.view(np.uint32))
+
+
+@compiled
+def test_every_float16_pattern_against_others():
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    finite = bits[np.isfinite(bits.view(np.float16))]
+    rng = np.random.default_rng(7)
+    a = finite.view(np.float16)
+    for b in (rng.permutation(finite).view(np.float16), np.zeros_like(a), a.copy(), -a):
+        fused, reference = both_blocks(a, b)
+        assert fused.fused is not None
+        assert_same_block(fused, reference)
+
+
+@compiled
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 127, 129, 511, 512, 513, 4097, 1 << 18])
+def test_random_blocks(dtype, size):
+    rng = np.random.default_rng(size)
+    a = (rng.standard_normal(size) * 10).astype(dtype)
+    b = (a.astype(np.float64) + rng.standard_normal(size) * 1e-3).astype(dtype)
+    b[rng.integers(0, size, max(1, size // 50))] = 0  # zeros of the reference
+    a[rng.integers(0, size, max(1, size // 90))] = 0
+    for tolerances in ((1e-5, 1e-5), (1e-3, 1e-2), (0.0, 0.0), (np.inf, 0.0), (1e30, 1e30)):
+        fused, reference = both_blocks(a, b, tolerances)
+        assert fused.fused is not None
+        assert_same_block(fused, reference, tolerances)
+
+
+@compiled
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_specials(dtype):
+    """Infinities on one side give inf differences (compiled); on both sides or NaN anywhere the
+    differences hold a NaN and the numpy passes run (fused is None), with the same numbers."""
+    big = np.finfo(dtype).max
+    a = np.array([1, np.inf, 2, -0.0, 0.0, big, -big, 3], dtype)
+    b = np.array([1, 2, 2, 0.0, -0.0, -big, big, 0], dtype)
+    fused, reference = both_blocks(a, b)
+    assert fused.fused is not None and np.isinf(fused.top)
+    assert_same_block(fused, reference)
+    for a2, b2 in (
+        (np.array([1, np.inf], dtype), np.array([1, np.inf], dtype)),
+        (np.array([1, 2], dtype), np.array([np.nan, 2], dtype)),
+        (np.array([1, 2], dtype), np.array([1, -np.inf], dtype)),
+    ):
+        for nan_eq in (False, True):
+            fused, reference = both_blocks(a2, b2, nan_eq=nan_eq)
+            assert fused.fused is None
+            assert_same_block(fused, reference)
+
+
+@compiled
+@pytest.mark.parametrize("tolerance", [0.0, 1e-5, 1e-4, 0.1, 1 / 3, 2.0**-126, 2.0**-149, 1e-45, 3.5e38, 1e39, np.inf])
+def test_threshold_bits_is_numpys_comparison(tolerance):
+    lo = kernels_fused.threshold_bits(tolerance)
+    around = np.arange(max(0, lo - 3), min(0x7F800001, lo + 3), dtype=np.uint32)
+    near = np.float32(tolerance) if tolerance < 3.4e38 else np.float32(np.inf)
+    around = np.concatenate([around, np.arange(-2, 3, dtype=np.int64) + int(near.view(np.uint32))]).astype(np.uint32)
+    around = around[around <= 0x7F800000]
+    with np.errstate(over="ignore"):
+        assert np.array_equal(np.greater(around.view(np.float32), tolerance), around >= lo)
+
+
+def test_negative_tolerance_leaves_mismatches_to_numpy():
+    a = np.zeros(4, np.float32)
+    diffs = BlockDiffs(a, a, True, False, (-1.0, 0.0))
+    assert diffs.thresholds is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("stat", ["elemwise", "mean", "median", "max", "quantile"])
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_statistics_equal_numpys(dtype, stat, threads, monkeypatch):
+    """Every statistic of diff_statistics, through several blocks and threads, is the same with the
+    compiled block as with the numpy passes (the whole dict, means to the last bit)."""
+    monkeypatch.setattr(kernels, "CHUNK", 1000)
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_THREADS", threads)
+    rng = np.random.default_rng(3)
+    n = 10_500
+    a = rng.standard_normal(n).astype(dtype)
+    b = (a + rng.standard_normal(n) * 2e-3).astype(dtype)
+    b[::97] = 0
+    a[5000] = 40  # one far element: the worst index is decided across blocks
+    if dtype == np.float32:
+        b[7003] = np.nan  # one block takes the numpy passes
+    results = []
+    for use_numpy in (False, True):
+        with numpy_kernel() if use_numpy else contextlib.nullcontext(), np.errstate(all="ignore"):
+            results.append(diff_statistics(a, b, check_error_stat=stat, atol=1e-3, rtol=1e-3, quantile=0.9))
+    assert results[0].keys() == results[1].keys()
+    for key, value in results[0].items():
+        other = results[1][key]
+        assert type(value) is type(other) and (value == other or (value != value and other != other)), key
+
+
+def test_kernel_choice_by_environment():
+    code = "from gate.comparator import kernels_fused as k; print(k.kernel_name())"
+    env_numpy = {"ACCURACY_GATE_COMPARE_KERNEL": "numpy"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env_numpy | _base_env())
+    assert out.returncode == 0 and out.stdout.strip() == "numpy"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"ACCURACY_GATE_COMPARE_KERNEL": "fast"} | _base_env(),
+    )
+    assert out.returncode != 0 and "ACCURACY_GATE_COMPARE_KERNEL='fast': expected auto, compiled or numpy" in out.stderr
+
+
+def test_bad_choice_is_a_gate_error(monkeypatch):
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "fast")
+    with pytest.raises(GateError, match="expected auto, compiled or numpy"):
+        kernels_fused._open()
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "compiled")
+    monkeypatch.setattr(kernels_fused.Path, "glob", lambda self, pattern: iter(()))
+    with pytest.raises(GateError, match="was not built"):
+        kernels_fused._open()
+
+
+def _base_env():
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "ACCURACY_GATE_COMPARE_KERNEL"}
