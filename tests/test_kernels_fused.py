@@ -209,3 +209,18 @@ def _base_env():
     import os
 
     return {k: v for k, v in os.environ.items() if k != "ACCURACY_GATE_COMPARE_KERNEL"}
+
+
+def test_a_library_that_does_not_load_falls_back(tmp_path, monkeypatch):
+    """A built library copied to a machine it does not load on: numpy's passes, and the reason is
+    shown where the kernel is named; ``compiled`` asked for explicitly is an error."""
+    broken = tmp_path / "_fused.abi3.so"
+    broken.write_bytes(b"not an ELF file")
+    monkeypatch.setattr(kernels_fused.Path, "glob", lambda self, pattern: iter([broken]))
+    monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
+    monkeypatch.delenv("ACCURACY_GATE_COMPARE_KERNEL", raising=False)
+    assert kernels_fused._open() is None
+    assert kernels_fused._UNUSABLE and "_fused.abi3.so does not load" in kernels_fused._UNUSABLE[0]
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "compiled")
+    with pytest.raises(GateError, match="does not load"):
+        kernels_fused._open()

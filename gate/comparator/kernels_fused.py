@@ -26,6 +26,7 @@ from gate.errors import GateError
 
 KERNEL_ENV = "ACCURACY_GATE_COMPARE_KERNEL"
 _LIB = []
+_UNUSABLE = []  # why a built library was not used
 
 
 def _load():
@@ -48,7 +49,13 @@ def _open():
                 f"{KERNEL_ENV}=compiled, but the compiled kernel was not built (pip install needs a C compiler)"
             )
         return None
-    lib = ctypes.CDLL(str(built[0]))  # CDLL: the GIL is released during each call
+    try:
+        lib = ctypes.CDLL(str(built[0]))  # CDLL: the GIL is released during each call
+    except OSError as err:  # built for another machine (copied along): numpy's passes instead
+        if choice == "compiled":
+            raise GateError(f"{KERNEL_ENV}=compiled, but {built[0].name} does not load: {err}") from None
+        _UNUSABLE.append(f"{built[0].name} does not load: {err}")
+        return None
     p = ctypes.c_void_p
     lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 5
     lib.gate_compare_block.restype = ctypes.c_int
@@ -59,7 +66,9 @@ def _open():
 
 def kernel_name() -> str:
     """``compiled`` or ``numpy``: which block kernel this process compares float16/float32 with."""
-    return "numpy" if _load() is None else "compiled"
+    if _load() is not None:
+        return "compiled"
+    return f"numpy ({_UNUSABLE[0]})" if _UNUSABLE else "numpy"
 
 
 def available() -> bool:
