@@ -158,7 +158,8 @@ def test_negative_tolerance_leaves_mismatches_to_numpy():
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("stat", ["elemwise", "mean", "median", "max", "quantile"])
 @pytest.mark.parametrize("threads", ["1", "3"])
-def test_statistics_equal_numpys(dtype, stat, threads, monkeypatch):
+@pytest.mark.parametrize("ties", [False, True])
+def test_statistics_equal_numpys(dtype, stat, threads, ties, monkeypatch):
     """Every statistic of diff_statistics, through several blocks and threads, is the same with the
     compiled block as with the numpy passes (the whole dict, means to the last bit)."""
     monkeypatch.setattr(kernels, "CHUNK", 1000)
@@ -167,6 +168,9 @@ def test_statistics_equal_numpys(dtype, stat, threads, monkeypatch):
     n = 10_500
     a = rng.standard_normal(n).astype(dtype)
     b = (a + rng.standard_normal(n) * 2e-3).astype(dtype)
+    if ties:  # differences of a few values: the brackets' point and exclusive modes
+        a = (rng.integers(0, 4, n) / 4).astype(dtype)
+        b = (a + (rng.integers(0, 3, n) - 1) * 0.25).astype(dtype)
     b[::97] = 0
     a[5000] = 40  # one far element: the worst index is decided across blocks
     if dtype == np.float32:
@@ -224,3 +228,14 @@ def test_a_library_that_does_not_load_falls_back(tmp_path, monkeypatch):
     monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "compiled")
     with pytest.raises(GateError, match="does not load"):
         kernels_fused._open()
+
+
+@pytest.mark.parametrize("x", [0.0, -0.0, 1e-30, 0.5, 1.0, 3e38, np.inf, -np.inf, -1.0, np.nan, 2.0**-149])
+def test_bracket_thresholds_are_ieee_comparisons(x):
+    values = np.array([0.0, 2.0**-149, 1e-30, 0.25, 0.5, 1.0, 2.0, 3e38, np.inf], np.float32)
+    values = np.concatenate([values, np.nextafter(values, np.float32(np.inf))])
+    values = values[~np.isnan(values)]
+    bits = values.view(np.uint32)
+    x32 = np.float32(x)
+    assert np.array_equal(values < x32, bits < kernels_fused.bits_below(x32))
+    assert np.array_equal(values <= x32, bits < kernels_fused.bits_at_or_below(x32))

@@ -275,3 +275,38 @@ void gate_convert_half(const uint16_t *h, float *out, int64_t n, int method) {
         half_to_words(h, (uint32_t *)out, n);
     }
 }
+
+/* One block of an order-statistics bracket (gate.comparator.kernels_select.Bracket.update) over n
+ * float32 differences of gate_compare_block (non-negative, no NaN: their bits order as their values).
+ * t (4 uint32): thresholds on the bits; counts[j] = the elements with bits < t[j] (j < 4). Elements
+ * with in_lo <= bits < in_hi are copied, in order, to out (room for n) when keep is 1, and
+ * counted in counts[4]. */
+GATE_CLONES
+void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *restrict t, uint32_t in_lo,
+                        uint32_t in_hi, int keep, uint32_t *restrict out, int64_t *restrict counts) {
+    uint32_t t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
+    int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t v = d[i];
+        c0 += v < t0;
+        c1 += v < t1;
+        c2 += v < t2;
+        c3 += v < t3;
+    }
+    if (keep) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t v = d[i];
+            out[kept] = v;
+            kept += (v >= in_lo) & (v < in_hi);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            kept += (d[i] >= in_lo) & (d[i] < in_hi);
+        }
+    }
+    counts[0] = c0;
+    counts[1] = c1;
+    counts[2] = c2;
+    counts[3] = c3;
+    counts[4] = kept;
+}

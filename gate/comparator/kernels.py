@@ -164,7 +164,7 @@ def diff_statistics(
         elif brackets is not None:
             for bracket, d in zip(brackets, (block.absdiff, block.reldiff)):
                 if bracket is not None:
-                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d)
+                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d, block.fused is not None)
         return summary
 
     starts = range(0, n, CHUNK)

@@ -59,6 +59,8 @@ def _open():
     p = ctypes.c_void_p
     lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 5
     lib.gate_compare_block.restype = ctypes.c_int
+    lib.gate_bracket_block.argtypes = [p, ctypes.c_int64, p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int, p, p]
+    lib.gate_bracket_block.restype = None
     lib.gate_convert_half.argtypes = [p, p, ctypes.c_int64, ctypes.c_int]
     lib.gate_convert_half.restype = None
     return lib
@@ -131,3 +133,36 @@ def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, id
 
 
 NO_THRESHOLD = 0xFFFFFFFF  # no float32's bits reach it: count nothing
+
+
+def bits_below(x) -> int:
+    """``T`` with ``d < x`` equal to ``bits(d) < T`` for every non-negative, non-NaN float32 ``d``."""
+    x = np.float32(x)
+    return int(x.view(np.uint32)) if x > 0 else 0  # (NaN and x <= 0: no d is below)
+
+
+def bits_at_or_below(x) -> int:
+    """``T`` with ``d <= x`` equal to ``bits(d) < T`` for every non-negative, non-NaN float32 ``d``."""
+    x = np.float32(x)
+    if not x >= 0:  # NaN, negative: none
+        return 0
+    return int(np.abs(x).view(np.uint32)) + 1  # -0.0 <= 0 only for zeros, as +0.0
+
+
+def bracket_block(d, thresholds, inside, keep: bool, out, counts) -> None:
+    """One block of ``kernels_select.Bracket`` by the compiled kernel: ``d`` a contiguous float32
+    difference of ``compare_block`` (non-negative, no NaN), ``thresholds`` four ``bits_below`` /
+    ``bits_at_or_below`` values (``counts[j]``: elements with ``bits < thresholds[j]``),
+    ``inside`` ``(low, high)`` bits: elements with ``low <= bits < high`` are counted in
+    ``counts[4]`` and, when ``keep``, copied in order to ``out`` (uint32, room for ``d.size``).
+    ``thresholds``: uint32[4]; ``counts``: int64[5]."""
+    _load().gate_bracket_block(
+        d.ctypes.data,
+        d.size,
+        thresholds.ctypes.data,
+        inside[0],
+        inside[1],
+        1 if keep else 0,
+        out.ctypes.data,
+        counts.ctypes.data,
+    )

@@ -15,6 +15,8 @@ import threading
 
 import numpy as np
 
+from gate.comparator import kernels_fused
+
 SAMPLE_MIN = 1 << 14  # sampled elements for the order-statistics bracket: n / 256 within these
 SAMPLE_MAX = 1 << 20  # (1 Mi elements: 16 Ki; 16 Mi: 64 Ki; 256 Mi: 1 Mi)
 _SAMPLE_SIGMAS = 4.0  # half-width of the bracket, in standard deviations of a sampled rank
@@ -68,8 +70,12 @@ class Bracket:
         self.overflow = False
         self._lock = threading.Lock()
 
-    def update(self, d: np.ndarray) -> None:
-        """Adds one block of the quantity (callable from several threads at once)."""
+    def update(self, d: np.ndarray, compiled: bool = False) -> None:
+        """Adds one block of the quantity (callable from several threads at once). ``compiled``: the
+        block is a float32 difference of the compiled kernel (non-negative, no NaN), whose counts
+        and kept values the compiled kernel then takes (the same ones)."""
+        if compiled and d.dtype == np.float32 and d.flags.c_contiguous:
+            return self._update_compiled(d)
         k = d.size
         mask0 = self.scratch.get("bracket0", np.bool_, k)
         mask1 = self.scratch.get("bracket1", np.bool_, k)
@@ -94,6 +100,32 @@ class Bracket:
                 np.logical_xor(mask0, mask1, out=mask0)  # (d <= lo) implies (d < hi): lo < d < hi
             if not self.overflow:
                 values = np.compress(mask0, d)  # (twice as fast as d[mask0] here)
+        self._add(below, at_lo, at_hi, values)
+
+    def _update_compiled(self, d: np.ndarray) -> None:
+        """``update`` of a block by the compiled kernel (kernels_fused.bracket_block)."""
+        k = d.size
+        lo_below, lo_at, hi_below, hi_at = (
+            kernels_fused.bits_below(self.lo),
+            kernels_fused.bits_at_or_below(self.lo),
+            kernels_fused.bits_below(self.hi),
+            kernels_fused.bits_at_or_below(self.hi),
+        )
+        thresholds = self.scratch.get("bracket_t", np.uint32, 4)
+        thresholds[:] = (lo_below, lo_at, hi_below, hi_at)
+        counts = self.scratch.get("bracket_c", np.int64, 5)
+        out = self.scratch.get("bracket_out", np.uint32, k)
+        # point: lo == hi, only counts; inclusive: lo <= d <= hi kept; exclusive: lo < d < hi kept.
+        inside = (lo_below, hi_at) if self.mode == "inclusive" else (lo_at, hi_below)
+        keep = self.mode != "point" and not self.overflow
+        kernels_fused.bracket_block(d, thresholds, inside, keep, out, counts)
+        below = int(counts[0])
+        at_lo = int(counts[1]) if self.mode != "inclusive" else 0
+        at_hi = int(counts[3]) if self.mode == "exclusive" else 0
+        values = out[: int(counts[4])].view(np.float32).copy() if keep else None
+        self._add(below, at_lo, at_hi, values)
+
+    def _add(self, below, at_lo, at_hi, values) -> None:
         with self._lock:
             self.below += below
             self.at_or_below_lo += at_lo
