@@ -15,7 +15,7 @@ from shlex import quote
 import numpy as np
 
 import gate
-from gate.ahead import StreamAhead
+from gate.ahead import StreamAhead, runner_outputs_copied
 from gate.ahead import on_gpu as inference_ahead
 from gate.backend.golden import GoldenRunner
 from gate.backend.gpu_facts import runtime_facts
@@ -266,14 +266,19 @@ def _check_streaming(
         stream = (sink(run_results) or run_results for run_results in stream)  # sink returns None
     if cfg.validate:  # as polygraphy run --validate: NaN and Inf
         stream = Comparator.validate(stream, check_inf=True, check_nan=True)
-    if inference_ahead(cfg):  # a GPU runs iteration i + 1 while iteration i is compared (gate.ahead)
-        stream = StreamAhead(stream)
+    ahead = None
+    if inference_ahead(cfg):  # a GPU runs iterations i + 1, i + 2 while iteration i is compared (gate.ahead)
+        stream = ahead = StreamAhead(stream, detach=runner_outputs_copied(runners))
     names = [name for name, _ in compare_func]
-    accuracies = Comparator.compare_accuracy(  # --fail-fast: the stream stops (gate.stream_progress.Guarded)
-        progress.until_error(stream),
-        compare_func=[_Guarded(func, progress, _judging(cfg, name)) for name, func in compare_func],
-        comparisons=[(i, len(runners)) for i in range(len(runners))],
-    )
+    try:
+        accuracies = Comparator.compare_accuracy(  # --fail-fast: the stream stops (gate.stream_progress.Guarded)
+            progress.until_error(stream),
+            compare_func=[_Guarded(func, progress, _judging(cfg, name)) for name, func in compare_func],
+            comparisons=[(i, len(runners)) for i in range(len(runners))],
+        )
+    finally:
+        if ahead is not None:  # the worker stops and the runners are deactivated before anything else
+            ahead.close()
     for name, result in zip(names, accuracies):  # check_average: every function that has a metric to average
         result.aggregation = "average" if cfg.check_average and name not in ("indices", "task") else "per_sample"
     accuracy, run.metrics = accuracies[0], dict(zip(names[1:], accuracies.lst[1:]))

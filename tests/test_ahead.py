@@ -5,12 +5,16 @@ it on there (real ONNX Runtime sessions, real golden sets), against the same che
 from __future__ import annotations
 
 import threading
+import time
+from collections import OrderedDict
 
+import numpy as np
 import pytest
 from test_cli import gather_golden_set_failing_at_2
 
 import gate.job
 from gate.ahead import StreamAhead, on_gpu
+from gate.backend.base import BaseRunner
 from gate.config import load_config
 from gate.errors import GateError
 
@@ -88,3 +92,74 @@ def test_an_error_at_iteration_k_names_iteration_k_with_the_stream_ahead(tmp_pat
     assert ahead.message == plain.message and ahead.stopped_at == plain.stopped_at == 2
     assert ahead.message.startswith("stopped after 2 of 5 iterations: iteration 2 (")
     assert ahead.rows == plain.rows and ahead.iterations == plain.iterations == 2
+
+
+class ReusingBuffers(BaseRunner):
+    """The real ONNX Runtime runner behind TensorRT's output contract: ``infer`` returns views of
+    buffers that the next ``infer`` overwrites (``reuses_output_buffers``), as ``TrtRunner`` does."""
+
+    reuses_output_buffers = True
+
+    def __init__(self, inner):
+        super().__init__(inner.name)
+        self.inner = inner
+        self.buffers = {}
+
+    def __getattr__(self, name):  # the facts and providers of the real runner
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def activate_impl(self):
+        self.inner.activate()
+
+    def deactivate_impl(self):
+        self.inner.deactivate()
+
+    def get_input_metadata_impl(self):
+        return self.inner.get_input_metadata()
+
+    def infer_impl(self, feed_dict):
+        out = OrderedDict()
+        for key, value in self.inner.infer(feed_dict).items():
+            buffer = self.buffers.setdefault(key, np.empty_like(value))
+            buffer[...] = value
+            out[key] = buffer
+        time.sleep(0.01)  # the worker runs ahead while iteration i is compared
+        self.inference_time = self.inner.last_inference_time()
+        return out
+
+
+def test_outputs_of_a_runner_reusing_its_buffers_are_compared_as_inferred(example, ahead_on, monkeypatch):
+    """Iteration i's outputs are copied before the worker runs iteration i + 1 on a runner whose
+    buffers it reuses (TensorRT); before, i + 1 overwrote the arrays iteration i was compared with."""
+    for k, delta in ((1, 3e-5), (4, 2e-3), (6, 1e-6)):
+        perturb_golden(example / "data" / f"test_data_set_{k}" / "output_0.pb", (0, 1), delta)
+    make = gate.job.make_runner
+    monkeypatch.setattr(gate.job, "make_runner", lambda *args: ReusingBuffers(make(*args)))
+    cfg = load_config(example / "gate.toml")
+    ahead_on(False)
+    plain = gate.job.check(cfg)
+    ahead_on(True)
+    ahead = gate.job.check(cfg)
+    assert plain.status == ahead.status == "regressed"
+    assert ahead.rows == plain.rows and ahead.message == plain.message
+
+
+def test_close_stops_the_worker_and_closes_the_stream():
+    produced = []
+
+    def stream():
+        try:
+            for i in range(100):
+                produced.append(i)
+                yield i
+        finally:
+            produced.append("closed")
+
+    ahead = StreamAhead(stream(), depth=2)
+    assert next(ahead) == 0
+    time.sleep(0.2)  # the worker fills its queue and waits
+    ahead.close()
+    assert produced[-1] == "closed" and len(produced) <= 6  # 0, 1, 2 (queued), 3 (in flight), closed
+    assert not ahead._thread.is_alive()

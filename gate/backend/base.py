@@ -31,6 +31,9 @@ class BaseRunner:
     """
 
     prefix = "runner"
+    # True for a runner whose ``infer`` returns views of buffers its next ``infer`` overwrites
+    # (``TrtRunner``): a caller holding outputs across calls copies them (``gate.ahead``).
+    reuses_output_buffers = False
 
     def __init__(self, name=None, prefix=None):
         if name is None:

@@ -125,6 +125,7 @@ class TrtRunner(BaseRunner):
     """
 
     prefix = "trt-runner"
+    reuses_output_buffers = True  # outputs are views of the pinned host buffers (module docstring)
 
     def __init__(self, engine, name=None, optimization_profile=None, allocation_strategy=None):
         super().__init__(name)
