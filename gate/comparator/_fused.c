@@ -286,22 +286,31 @@ void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *r
                         uint32_t in_hi, int keep, uint32_t *restrict out, int64_t *restrict counts) {
     uint32_t t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
     int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, kept = 0;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t v = d[i];
-        c0 += v < t0;
-        c1 += v < t1;
-        c2 += v < t2;
-        c3 += v < t3;
-    }
-    if (keep) {
-        for (int64_t i = 0; i < n; i++) {
+    for (int64_t start = 0; start < n; start += (int64_t)1 << 30) { /* 32-bit counters vectorise best */
+        int64_t end = n - start < ((int64_t)1 << 30) ? n : start + ((int64_t)1 << 30);
+        uint32_t k0 = 0, k1 = 0, k2 = 0, k3 = 0, k4 = 0;
+        for (int64_t i = start; i < end; i++) {
             uint32_t v = d[i];
-            out[kept] = v;
-            kept += (v >= in_lo) & (v < in_hi);
+            k0 += v < t0;
+            k1 += v < t1;
+            k2 += v < t2;
+            k3 += v < t3;
+            k4 += (v >= in_lo) & (v < in_hi);
         }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            kept += (d[i] >= in_lo) & (d[i] < in_hi);
+        c0 += k0;
+        c1 += k1;
+        c2 += k2;
+        c3 += k3;
+        kept += k4;
+    }
+    if (keep && kept) {
+        /* The bracket is narrow (a few per cent of the elements at most): a branch predicted well. */
+        int64_t k = 0;
+        for (int64_t i = 0; i < n && k < kept; i++) {
+            uint32_t v = d[i];
+            if (v >= in_lo && v < in_hi) {
+                out[k++] = v;
+            }
         }
     }
     counts[0] = c0;
