@@ -9,6 +9,7 @@ import contextlib
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -239,3 +240,26 @@ def test_bracket_thresholds_are_ieee_comparisons(x):
     x32 = np.float32(x)
     assert np.array_equal(values < x32, bits < kernels_fused.bits_below(x32))
     assert np.array_equal(values <= x32, bits < kernels_fused.bits_at_or_below(x32))
+
+
+@compiled
+def test_a_library_of_another_abi_is_not_called(tmp_path, monkeypatch):
+    """A library built from another version of _fused.c (an editable install whose C file changed
+    and was not rebuilt) is never called with arguments it does not take (that corrupted memory):
+    numpy's passes run, and the reason is named."""
+    src = (Path(kernels_fused.__file__).parent / "_fused.c").read_text()
+    old = tmp_path / "_fused.abi3.so"
+    subprocess.run(
+        ["cc", "-O1", "-fPIC", "-shared", "-x", "c", "-", "-o", str(old)],
+        input=src.replace("#define GATE_FUSED_ABI ", "#define GATE_FUSED_ABI 1000 + "),
+        text=True,
+        check=True,
+    )
+    monkeypatch.setattr(kernels_fused.Path, "glob", lambda self, pattern: iter([old]))
+    monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
+    monkeypatch.delenv("ACCURACY_GATE_COMPARE_KERNEL", raising=False)
+    assert kernels_fused._open() is None
+    assert "built from another version of _fused.c" in kernels_fused._UNUSABLE[0]
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "compiled")
+    with pytest.raises(GateError, match="another version"):
+        kernels_fused._open()

@@ -27,6 +27,11 @@
 
 #define NAN_BITS 0x7f800000u /* bits above this (sign cleared) are a NaN */
 
+/* The version of this file's functions and their arguments, checked by kernels_fused at load (a
+ * library built from another version of this file is not used). Change it with any signature. */
+#define GATE_FUSED_ABI 3
+int gate_fused_abi(void) { return GATE_FUSED_ABI; }
+
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
 #define GATE_X86 1
 #include <immintrin.h>
@@ -278,44 +283,51 @@ void gate_convert_half(const uint16_t *h, float *out, int64_t n, int method) {
 
 /* One block of an order-statistics bracket (gate.comparator.kernels_select.Bracket.update) over n
  * float32 differences of gate_compare_block (non-negative, no NaN: their bits order as their values).
- * t (4 uint32): thresholds on the bits; counts[j] = the elements with bits < t[j] (j < 4). Elements
- * with in_lo <= bits < in_hi are copied, in order, to out (room for n) when keep is 1, and
- * counted in counts[4]. */
+ * t (nt = 2 or 4 uint32): thresholds on the bits; counts[j] = the elements with bits < t[j]. When
+ * keep is 1, the elements with t[i_lo] <= bits < t[i_hi] (counts[i_hi] - counts[i_lo] of them) are
+ * copied, in order, to out. */
 GATE_CLONES
-void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *restrict t, uint32_t in_lo,
-                        uint32_t in_hi, int keep, uint32_t *restrict out, int64_t *restrict counts) {
-    uint32_t t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
-    int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, kept = 0;
+void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *restrict t, int nt, int keep,
+                        int i_lo, int i_hi, uint32_t *restrict out, int64_t *restrict counts) {
+    uint32_t t0 = t[0], t1 = t[1], t2 = nt > 2 ? t[2] : 0, t3 = nt > 2 ? t[3] : 0;
+    int64_t c[4] = {0, 0, 0, 0};
     for (int64_t start = 0; start < n; start += (int64_t)1 << 30) { /* 32-bit counters vectorise best */
         int64_t end = n - start < ((int64_t)1 << 30) ? n : start + ((int64_t)1 << 30);
-        uint32_t k0 = 0, k1 = 0, k2 = 0, k3 = 0, k4 = 0;
-        for (int64_t i = start; i < end; i++) {
-            uint32_t v = d[i];
-            k0 += v < t0;
-            k1 += v < t1;
-            k2 += v < t2;
-            k3 += v < t3;
-            k4 += (v >= in_lo) & (v < in_hi);
+        uint32_t k0 = 0, k1 = 0, k2 = 0, k3 = 0;
+        if (nt > 2) {
+            for (int64_t i = start; i < end; i++) {
+                uint32_t v = d[i];
+                k0 += v < t0;
+                k1 += v < t1;
+                k2 += v < t2;
+                k3 += v < t3;
+            }
+        } else {
+            for (int64_t i = start; i < end; i++) {
+                uint32_t v = d[i];
+                k0 += v < t0;
+                k1 += v < t1;
+            }
         }
-        c0 += k0;
-        c1 += k1;
-        c2 += k2;
-        c3 += k3;
-        kept += k4;
+        c[0] += k0;
+        c[1] += k1;
+        c[2] += k2;
+        c[3] += k3;
     }
-    if (keep && kept) {
+    for (int j = 0; j < 4; j++) {
+        counts[j] = c[j];
+    }
+    int64_t kept = c[i_hi] - c[i_lo];
+    if (keep && kept > 0) {
         /* The bracket is narrow (a few per cent of the elements at most): a branch predicted well. */
+        uint32_t lo = t[i_lo], hi = t[i_hi];
         int64_t k = 0;
         for (int64_t i = 0; i < n && k < kept; i++) {
             uint32_t v = d[i];
-            if (v >= in_lo && v < in_hi) {
+            if (v >= lo && v < hi) {
                 out[k++] = v;
             }
         }
     }
-    counts[0] = c0;
-    counts[1] = c1;
-    counts[2] = c2;
-    counts[3] = c3;
-    counts[4] = kept;
 }
+

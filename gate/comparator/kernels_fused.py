@@ -25,6 +25,7 @@ import numpy as np
 from gate.errors import GateError
 
 KERNEL_ENV = "ACCURACY_GATE_COMPARE_KERNEL"
+FUSED_ABI = 3  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
 _LIB = []
 _UNUSABLE = []  # why a built library was not used
 
@@ -56,10 +57,31 @@ def _open():
             raise GateError(f"{KERNEL_ENV}=compiled, but {built[0].name} does not load: {err}") from None
         _UNUSABLE.append(f"{built[0].name} does not load: {err}")
         return None
+    abi = getattr(lib, "gate_fused_abi", None)
+    found = abi() if abi is not None else None
+    if found != FUSED_ABI:
+        reason = (
+            f"{built[0].name} was built from another version of _fused.c "
+            f"(ABI {found}, expected {FUSED_ABI}; rebuild: pip install .)"
+        )
+        if choice == "compiled":
+            raise GateError(f"{KERNEL_ENV}=compiled, but {reason}")
+        _UNUSABLE.append(reason)
+        return None
     p = ctypes.c_void_p
     lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 5
     lib.gate_compare_block.restype = ctypes.c_int
-    lib.gate_bracket_block.argtypes = [p, ctypes.c_int64, p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int, p, p]
+    lib.gate_bracket_block.argtypes = [
+        p,
+        ctypes.c_int64,
+        p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        p,
+        p,
+    ]
     lib.gate_bracket_block.restype = None
     lib.gate_convert_half.argtypes = [p, p, ctypes.c_int64, ctypes.c_int]
     lib.gate_convert_half.restype = None
@@ -149,20 +171,21 @@ def bits_at_or_below(x) -> int:
     return int(np.abs(x).view(np.uint32)) + 1  # -0.0 <= 0 only for zeros, as +0.0
 
 
-def bracket_block(d, thresholds, inside, keep: bool, out, counts) -> None:
+def bracket_block(d, thresholds, nt: int, inside, keep: bool, out, counts) -> None:
     """One block of ``kernels_select.Bracket`` by the compiled kernel: ``d`` a contiguous float32
-    difference of ``compare_block`` (non-negative, no NaN), ``thresholds`` four ``bits_below`` /
-    ``bits_at_or_below`` values (``counts[j]``: elements with ``bits < thresholds[j]``),
-    ``inside`` ``(low, high)`` bits: elements with ``low <= bits < high`` are counted in
-    ``counts[4]`` and, when ``keep``, copied in order to ``out`` (uint32, room for ``d.size``).
-    ``thresholds``: uint32[4]; ``counts``: int64[5]."""
+    difference of ``compare_block`` (non-negative, no NaN); ``thresholds`` (uint32[4], the first
+    ``nt`` = 2 or 4 used) ``bits_below`` / ``bits_at_or_below`` values, ``counts[j]`` (int64[4]) the
+    elements with ``bits < thresholds[j]``; with ``keep``, the elements with ``thresholds[i] <= bits <
+    thresholds[j]`` for ``inside = (i, j)`` are copied in order to ``out`` (uint32, room for
+    ``d.size``)."""
     _load().gate_bracket_block(
         d.ctypes.data,
         d.size,
         thresholds.ctypes.data,
+        nt,
+        1 if keep else 0,
         inside[0],
         inside[1],
-        1 if keep else 0,
         out.ctypes.data,
         counts.ctypes.data,
     )

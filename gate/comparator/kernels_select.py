@@ -103,27 +103,33 @@ class Bracket:
         self._add(below, at_lo, at_hi, values)
 
     def _update_compiled(self, d: np.ndarray) -> None:
-        """``update`` of a block by the compiled kernel (kernels_fused.bracket_block)."""
+        """``update`` of a block by the compiled kernel (kernels_fused.bracket_block): the counts
+        on the bits, and the kept values between two of the thresholds."""
         k = d.size
-        lo_below, lo_at, hi_below, hi_at = (
-            kernels_fused.bits_below(self.lo),
-            kernels_fused.bits_at_or_below(self.lo),
-            kernels_fused.bits_below(self.hi),
-            kernels_fused.bits_at_or_below(self.hi),
-        )
         thresholds = self.scratch.get("bracket_t", np.uint32, 4)
-        thresholds[:] = (lo_below, lo_at, hi_below, hi_at)
-        counts = self.scratch.get("bracket_c", np.int64, 5)
+        counts = self.scratch.get("bracket_c", np.int64, 4)
         out = self.scratch.get("bracket_out", np.uint32, k)
-        # point: lo == hi, only counts; inclusive: lo <= d <= hi kept; exclusive: lo < d < hi kept.
-        inside = (lo_below, hi_at) if self.mode == "inclusive" else (lo_at, hi_below)
+        below, at_or_below = kernels_fused.bits_below, kernels_fused.bits_at_or_below
+        if self.mode == "point":  # lo == hi: d < lo, d <= lo; nothing kept
+            thresholds[:2] = (below(self.lo), at_or_below(self.lo))
+            nt, inside = 2, (0, 1)
+        elif self.mode == "inclusive":  # d < lo, d <= hi; kept: lo <= d <= hi
+            thresholds[:2] = (below(self.lo), at_or_below(self.hi))
+            nt, inside = 2, (0, 1)
+        else:  # d < lo, d <= lo, d < hi, d <= hi; kept: lo < d < hi
+            thresholds[:] = (below(self.lo), at_or_below(self.lo), below(self.hi), at_or_below(self.hi))
+            nt, inside = 4, (1, 2)
         keep = self.mode != "point" and not self.overflow
-        kernels_fused.bracket_block(d, thresholds, inside, keep, out, counts)
-        below = int(counts[0])
-        at_lo = int(counts[1]) if self.mode != "inclusive" else 0
-        at_hi = int(counts[3]) if self.mode == "exclusive" else 0
-        values = out[: int(counts[4])].view(np.float32).copy() if keep else None
-        self._add(below, at_lo, at_hi, values)
+        kernels_fused.bracket_block(d, thresholds, nt, inside, keep, out, counts)
+        at_lo = at_hi = 0
+        if self.mode == "point":
+            at_lo = int(counts[1])
+        elif self.mode == "exclusive":
+            at_lo, at_hi = int(counts[1]), int(counts[3])
+        values = None
+        if keep:
+            values = out[: int(counts[inside[1]] - counts[inside[0]])].view(np.float32).copy()
+        self._add(int(counts[0]), at_lo, at_hi, values)
 
     def _add(self, below, at_lo, at_hi, values) -> None:
         with self._lock:
