@@ -319,13 +319,37 @@ void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *r
     }
     int64_t kept = c[i_hi] - c[i_lo];
     if (keep && kept > 0) {
-        /* The bracket is narrow (a few per cent of the elements at most): a branch predicted well. */
-        uint32_t lo = t[i_lo], hi = t[i_hi];
+        /* lo <= v < hi as one unsigned comparison (lo <= hi): the bracket sits around the wanted
+         * ranks, so v >= lo alone is a coin toss, but v inside is rare. */
+        uint32_t lo = t[i_lo], width = t[i_hi] - t[i_lo];
         int64_t k = 0;
-        for (int64_t i = 0; i < n && k < kept; i++) {
-            uint32_t v = d[i];
-            if (v >= lo && v < hi) {
-                out[k++] = v;
+        if (kept * 64 < n) { /* few kept: groups of 16 tested at once, most hold none */
+            int64_t i = 0;
+            for (; i + 16 <= n && k < kept; i += 16) {
+                uint32_t any = 0;
+                for (int j = 0; j < 16; j++) {
+                    any |= (uint32_t)(d[i + j] - lo < width);
+                }
+                if (any) {
+                    for (int j = 0; j < 16; j++) {
+                        uint32_t v = d[i + j];
+                        if (v - lo < width) {
+                            out[k++] = v;
+                        }
+                    }
+                }
+            }
+            for (; i < n && k < kept; i++) {
+                uint32_t v = d[i];
+                if (v - lo < width) {
+                    out[k++] = v;
+                }
+            }
+        } else { /* many: a store per element, no branch to mispredict (out has room for n) */
+            for (int64_t i = 0; i < n; i++) {
+                uint32_t v = d[i];
+                out[k] = v;
+                k += v - lo < width;
             }
         }
     }
