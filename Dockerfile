@@ -56,8 +56,10 @@ RUN apt-get update \
     && pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate \
     && apt-get purge -y --auto-remove gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/* /opt/accuracy-gate/build /opt/accuracy-gate/accuracy_gate.egg-info \
+        /opt/accuracy-gate/gate \
     && pip check \
-    && python -c "import tensorrt, onnxruntime, cuda.bindings.runtime, gate.cli; \
+    && python -c "import sys; sys.path.insert(0, '/opt/accuracy-gate'); \
+import tensorrt, onnxruntime, cuda.bindings.runtime, gate.cli; \
 from gate.comparator.kernels_fused import kernel_name; \
 assert kernel_name() == 'compiled', 'the compare kernel was not built'; \
 assert tensorrt.__version__.startswith('10.'), tensorrt.__version__; \
@@ -88,15 +90,19 @@ RUN python3 -m venv /opt/venv \
 COPY pyproject.toml README.md entrypoint.py /opt/accuracy-gate/
 COPY gate/ /opt/accuracy-gate/gate/
 # The compare kernel's compiled block (gate/comparator/_fused.c) needs a C compiler to build; it is
-# installed and removed in this one layer, so the image keeps only the built library.
+# installed and removed in this one layer, so the image keeps only the built library. The source
+# copy of gate/ is removed after the install: entrypoint.py puts /opt/accuracy-gate first on
+# sys.path, where a copy without the built library would shadow the installed package (the smoke
+# check imports as entrypoint.py does).
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && pip install --no-cache-dir --no-deps --no-build-isolation /opt/accuracy-gate \
     && apt-get purge -y --auto-remove gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/* /opt/accuracy-gate/build /opt/accuracy-gate/accuracy_gate.egg-info \
+        /opt/accuracy-gate/gate \
     && pip check \
-    && python -c "import onnxruntime, gate.cli; \
+    && python -c "import sys; sys.path.insert(0, '/opt/accuracy-gate'); import onnxruntime, gate.cli; \
 from gate.comparator.kernels_fused import kernel_name; \
 assert kernel_name() == 'compiled', 'the compare kernel was not built'; \
 providers = onnxruntime.get_available_providers(); \

@@ -25,6 +25,7 @@ from gate.comparator.bases import value_or_from_dict
 from gate.comparator.data_loader import coerce_feed_dict
 from gate.comparator.details import DetailsOnFailure
 from gate.comparator.kernels_threads import compare_threads
+from gate.comparator.kernels_fused import kernel_name
 from gate.comparator.output_funcs import SelectedOutputs
 from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
 from gate.compare_funcs import setting as compare_setting
@@ -168,6 +169,7 @@ def check(cfg: GateConfig, shard: Shard | None = None, partial: bool = False, la
     """
     start = time.perf_counter()
     compare_threads()  # ACCURACY_GATE_COMPARE_THREADS checked before any model runs
+    kernel_name()  # and ACCURACY_GATE_COMPARE_KERNEL, whatever the outputs' dtypes
     shard = shard or Shard()
     input_names, output_names, model_sha256, types = model_io(cfg.model)
     _check_per_output_names(cfg, output_names)

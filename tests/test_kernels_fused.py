@@ -263,3 +263,29 @@ def test_a_library_of_another_abi_is_not_called(tmp_path, monkeypatch):
     monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "compiled")
     with pytest.raises(GateError, match="another version"):
         kernels_fused._open()
+
+
+@pytest.mark.parametrize("value", ["fast", "compiled-please"])
+def test_a_bad_kernel_choice_stops_check_before_the_model_runs(tmp_path, monkeypatch, capsys, value):
+    """Whatever the outputs' dtypes: an int64 output never reaches the float blocks, and the setting
+    passed (exit 0) there before; a float one stopped only after inference, as an iteration's error."""
+    from onnx import TensorProto
+    from test_exact_details import identity_gate
+
+    from gate import cli
+
+    (tmp_path / "g").mkdir()
+    config = identity_gate(tmp_path / "g", TensorProto.INT64, [np.array([1, 2])], [np.array([1, 2])])
+    monkeypatch.setattr(kernels_fused, "_LIB", [])
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", value)
+    assert cli.main(["check", str(config), "--junit", str(config.parent / "j.xml")]) == 2
+    err = capsys.readouterr().err
+    assert f"ACCURACY_GATE_COMPARE_KERNEL='{value}': expected auto, compiled or numpy" in err
+    assert "iteration" not in err and "Traceback" not in err
+
+
+def test_an_empty_kernel_choice_is_auto(monkeypatch):
+    monkeypatch.setattr(kernels_fused, "_LIB", [])
+    monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", " ")
+    assert kernels_fused.kernel_name() == ("compiled" if kernels_fused._open() is not None else "numpy")

@@ -38,7 +38,7 @@ def _load():
 
 
 def _open():
-    choice = os.environ.get(KERNEL_ENV, "auto").strip().lower()
+    choice = os.environ.get(KERNEL_ENV, "").strip().lower() or "auto"  # set but empty: auto
     if choice not in ("auto", "compiled", "numpy"):
         raise GateError(f"{KERNEL_ENV}={os.environ[KERNEL_ENV]!r}: expected auto, compiled or numpy")
     if choice == "numpy":
