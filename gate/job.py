@@ -24,8 +24,8 @@ from gate.comparator import Comparator
 from gate.comparator.bases import value_or_from_dict
 from gate.comparator.data_loader import coerce_feed_dict
 from gate.comparator.details import DetailsOnFailure
-from gate.comparator.kernels_threads import compare_threads
 from gate.comparator.kernels_fused import kernel_name
+from gate.comparator.kernels_threads import compare_threads
 from gate.comparator.output_funcs import SelectedOutputs
 from gate.compare_funcs import build_compare_funcs, check_output_dtypes, uses_simple
 from gate.compare_funcs import setting as compare_setting
