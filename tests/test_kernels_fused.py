@@ -289,3 +289,68 @@ def test_an_empty_kernel_choice_is_auto(monkeypatch):
     monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
     monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", " ")
     assert kernels_fused.kernel_name() == ("compiled" if kernels_fused._open() is not None else "numpy")
+
+
+def test_a_numpy_float64_tolerance_is_compared_as_polygraphy_compares_it():
+    """``atol=np.float64(1e-3)`` against a difference of float32(1e-3) (which is above 1e-3): numpy 2
+    compares in float64, so Polygraphy fails it; ours turned the tolerance into a Python float,
+    compared in float32 (equal: passed), with either kernel."""
+    pg_compare = pytest.importorskip("polygraphy.comparator.compare")
+    from polygraphy.comparator import struct as pg_struct
+
+    from gate.comparator import IterationResult, SimpleCompareFunc
+
+    a, b = np.array([1e-3, 0], np.float32), np.zeros(2, np.float32)
+    kwargs = dict(check_error_stat="elemwise", atol=np.float64(1e-3), rtol=np.float64(0))
+    theirs = pg_compare.CompareFunc.simple(**kwargs)(
+        pg_struct.IterationResult({"y": a}, runner_name="a"), pg_struct.IterationResult({"y": b}, runner_name="b")
+    )["y"]
+    expected = not bool(np.greater(a[:1], np.float64(1e-3))[0])
+    for use_numpy in (False, True):
+        with numpy_kernel() if use_numpy else contextlib.nullcontext():
+            ours = SimpleCompareFunc(**kwargs)(
+                IterationResult({"y": a}, runner_name="a"), IterationResult({"y": b}, runner_name="b")
+            )["y"]
+        assert bool(ours) == bool(theirs) == expected
+    with np.errstate(all="ignore"):
+        results = [diff_statistics(a, b, check_error_stat="elemwise", atol=np.float64(1e-3), rtol=0.0)]
+        with numpy_kernel():
+            results.append(diff_statistics(a, b, check_error_stat="elemwise", atol=np.float64(1e-3), rtol=0.0))
+    assert results[0]["mismatch_count"] == results[1]["mismatch_count"] == (0 if expected else 1)
+
+
+@compiled
+def test_thresholds_found_on_a_thread_that_reads_subnormals_as_zero_are_kept_apart(tmp_path):
+    """numpy's comparisons on a thread with MXCSR.DAZ set read a subnormal as 0: a threshold found
+    there (0.0 -> the smallest normal) was cached for every thread, and a subnormal difference on a
+    normal thread then mismatched under numpy's passes but not in the compiled block."""
+    import ctypes
+    import threading
+
+    lib = tmp_path / "mxcsr.so"
+    subprocess.run(
+        ["cc", "-O1", "-fPIC", "-shared", "-x", "c", "-", "-o", str(lib)],
+        input="#include <xmmintrin.h>\nvoid set_daz(int on) { unsigned m = _mm_getcsr(); "
+        "_mm_setcsr(on ? (m | 0x40u) : (m & ~0x40u)); }\n",
+        text=True,
+        check=True,
+    )
+    set_daz = ctypes.CDLL(str(lib)).set_daz
+    tolerance = 0.0 + 0.0  # a float of its own (the cache holds values, not objects)
+    found = []
+
+    def on_daz_thread():
+        set_daz(1)
+        found.append(kernels_fused.threshold_bits(tolerance))
+
+    thread = threading.Thread(target=on_daz_thread)
+    thread.start()
+    thread.join()
+    assert found == [0x00800000]  # numpy there: no subnormal is greater than 0
+    assert kernels_fused.threshold_bits(tolerance) == 1  # here: the smallest subnormal is
+    a, b = np.array([1e-40, 0], np.float32), np.zeros(2, np.float32)
+    with np.errstate(all="ignore"):
+        results = [diff_statistics(a, b, check_error_stat="elemwise", atol=0.0, rtol=0.0)]
+        with numpy_kernel():
+            results.append(diff_statistics(a, b, check_error_stat="elemwise", atol=0.0, rtol=0.0))
+    assert results[0]["mismatch_count"] == results[1]["mismatch_count"] == 1

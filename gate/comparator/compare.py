@@ -434,8 +434,8 @@ class SimpleCompareFunc(BaseCompareFunc):
         """The threshold that applies to output ``output_name``."""
         return SimpleThreshold(
             value_or_from_dict(self.check_error_stat, output_name, "elemwise"),
-            float(value_or_from_dict(self.atol, output_name, DEFAULT_TOLERANCE)),
-            float(value_or_from_dict(self.rtol, output_name, DEFAULT_TOLERANCE)),
+            _tolerance(value_or_from_dict(self.atol, output_name, DEFAULT_TOLERANCE)),
+            _tolerance(value_or_from_dict(self.rtol, output_name, DEFAULT_TOLERANCE)),
         )
 
     def threshold_for_output(self, name: str, array0, array1) -> SimpleThreshold:
@@ -491,3 +491,10 @@ class SimpleCompareFunc(BaseCompareFunc):
 def invalid_stat_message(stat) -> str:
     """Polygraphy's wording for an unknown ``check_error_stat``."""
     return f"Invalid choice for check_error_stat: {stat}. Note: Valid choices are: {list(CHECK_ERROR_STATS)}"
+
+
+def _tolerance(value):
+    """A tolerance as numpy will compare it: a numpy float scalar stays one (numpy 2 compares a
+    float32 difference with a float64 scalar in float64, as Polygraphy, which keeps the value it is
+    given, does); anything else becomes a Python float (compared in the difference's dtype)."""
+    return value if isinstance(value, np.floating) else float(value)

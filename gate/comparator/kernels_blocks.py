@@ -138,7 +138,7 @@ class BlockDiffs:
                 if self.compiled and tolerances is not None and min(tolerances) >= 0:
                     # (With a negative tolerance, elements of absdiff 0 mismatch; _mismatches's
                     # argmax order among those is numpy's, not the compiled block's.)
-                    self.thresholds = tuple(kernels_fused.threshold_bits(float(t)) for t in tolerances)
+                    self.thresholds = tuple(kernels_fused.threshold_bits(t) for t in tolerances)  # as numpy compares t
 
     def __call__(self, ac, bc) -> Block:
         if self.mode == "float":

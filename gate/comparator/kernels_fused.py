@@ -99,12 +99,21 @@ def available() -> bool:
     return _load() is not None
 
 
-@functools.lru_cache(maxsize=64)
-def threshold_bits(tolerance: float) -> int:
+def threshold_bits(tolerance) -> int:
     """The float32 bits of the smallest non-negative float32 ``x`` with ``np.greater(x, tolerance)``
-    (numpy's comparison of a float32 array with a Python float, whatever its casting rules), or
-    ``0x7f800001`` (no value but NaN) when there is none. For the non-negative differences, ``x >
-    tolerance`` in numpy is then ``bits(x) >= threshold_bits(tolerance)``."""
+    (numpy's comparison of a float32 array with ``tolerance``, whatever its casting rules: a Python
+    float is compared in float32, a numpy float64 scalar in float64 by numpy 2), or ``0x7f800001``
+    (no value but NaN) when there is none. For the non-negative differences, ``x > tolerance`` in
+    numpy is then ``bits(x) >= threshold_bits(tolerance)``. Found by numpy's own comparisons on this
+    thread, so cached per value, type and whether this thread reads subnormals as zero (DAZ, which
+    changes numpy's answer for a subnormal tolerance)."""
+    from gate.comparator.kernels_float16 import subnormals_honoured
+
+    return _threshold_bits(tolerance, type(tolerance), subnormals_honoured())
+
+
+@functools.lru_cache(maxsize=64)
+def _threshold_bits(tolerance, _type, _subnormals) -> int:
     probe = np.zeros(1, np.uint32)
 
     def greater(bits: int) -> bool:
