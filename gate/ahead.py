@@ -27,7 +27,8 @@ class StreamAhead:
     exactly as the wrapped stream would, after the items before it). ``detach(item)`` (optional)
     runs on the worker on each item before the worker computes the next one; its result is what
     ``next()`` returns. ``close()`` stops the worker after the item in flight and closes the wrapped
-    stream (a generator) on the worker, where it runs.
+    stream (a generator) on the worker, where it runs; an error raised by closing it is raised by
+    ``close()``.
     """
 
     def __init__(self, stream, depth: int = 2, detach=None):
@@ -36,31 +37,31 @@ class StreamAhead:
         self._queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._finished = False
+        self._close_error = None
         self._thread = threading.Thread(target=self._produce, name="gate-stream-ahead", daemon=True)
         self._thread.start()
 
     def _produce(self) -> None:
-        iterator = iter(self._stream)
         try:
+            iterator = iter(self._stream)
             while not self._stop.is_set():
                 try:
                     item = next(iterator)
                 except StopIteration:
                     self._put((True, _END))
                     return
-                except BaseException as err:
-                    self._put((False, err))
-                    return
                 if self._detach is not None:
-                    item = self._detach(item)
+                    item = self._detach(item)  # (a MemoryError copying an output is the stream's error)
                 self._put((True, item))
+        except BaseException as err:
+            self._put((False, err))
         finally:
             close = getattr(self._stream, "close", None)
             if close is not None:
                 try:
                     close()
-                except BaseException:  # an error while closing an abandoned stream is dropped with it
-                    pass
+                except BaseException as err:  # raised by close(), in the caller's thread
+                    self._close_error = err
 
     def _put(self, entry) -> None:
         """Queues ``entry``, giving up when ``close()`` was called (nobody will read it)."""
@@ -96,6 +97,9 @@ class StreamAhead:
             except queue.Empty:
                 pass
         self._thread.join()
+        if self._close_error is not None:  # e.g. a runner's deactivation failing, as without the worker
+            error, self._close_error = self._close_error, None
+            raise error
 
 
 def runner_outputs_copied(runners):

@@ -163,3 +163,39 @@ def test_close_stops_the_worker_and_closes_the_stream():
     ahead.close()
     assert produced[-1] == "closed" and len(produced) <= 6  # 0, 1, 2 (queued), 3 (in flight), closed
     assert not ahead._thread.is_alive()
+
+
+def test_an_error_in_detach_is_the_streams_error_not_a_hang():
+    def detach(item):
+        if item == 2:
+            raise MemoryError("copying output y")
+        return item
+
+    ahead = StreamAhead(iter(range(5)), detach=detach)
+    assert [next(ahead), next(ahead)] == [0, 1]
+    done = []
+
+    def consume():
+        try:
+            next(ahead)
+        except MemoryError as err:
+            done.append(str(err))
+
+    thread = threading.Thread(target=consume, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert done == ["copying output y"]  # before: next() waited forever for the dead worker
+    ahead.close()
+
+
+def test_an_error_closing_the_stream_is_raised_by_close():
+    def stream():
+        try:
+            yield from range(10)
+        finally:
+            raise GateError("trt: deactivation failed (CUDA error 700)")
+
+    ahead = StreamAhead(stream())
+    assert next(ahead) == 0
+    with pytest.raises(GateError, match="deactivation failed"):
+        ahead.close()  # before: dropped on the worker
