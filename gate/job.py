@@ -144,6 +144,7 @@ def _facts(cfg: GateConfig, runners, model_sha256: str) -> dict:
         "accuracy_gate_version": gate.__version__,
         "onnxruntime_version": onnxruntime_version(),
         "numpy_version": np.__version__,
+        "compare_kernel": kernel_name(),  # compiled, or numpy (with the reason where a build was refused)
         "python_version": platform.python_version(),
         "execution_providers": ",".join(providers or cfg.execution_providers),
         "model_sha256": model_sha256,

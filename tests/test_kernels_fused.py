@@ -190,7 +190,7 @@ def test_kernel_choice_by_environment():
     code = "from gate.comparator import kernels_fused as k; print(k.kernel_name())"
     env_numpy = {"ACCURACY_GATE_COMPARE_KERNEL": "numpy"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env_numpy | _base_env())
-    assert out.returncode == 0 and out.stdout.strip() == "numpy"
+    assert out.returncode == 0 and out.stdout.strip() == "numpy (ACCURACY_GATE_COMPARE_KERNEL=numpy)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -354,3 +354,28 @@ def test_thresholds_found_on_a_thread_that_reads_subnormals_as_zero_are_kept_apa
         with numpy_kernel():
             results.append(diff_statistics(a, b, check_error_stat="elemwise", atol=0.0, rtol=0.0))
     assert results[0]["mismatch_count"] == results[1]["mismatch_count"] == 1
+
+
+@compiled
+def test_a_build_of_an_installed_gate_is_found_behind_a_source_tree(tmp_path, monkeypatch):
+    """``python -m gate`` in a clone after a non-editable install: the clone's gate/ comes first on
+    sys.path and has no built library; the installed one's is used (it was numpy's passes)."""
+    import shutil
+
+    source = tmp_path / "clone" / "gate" / "comparator"
+    source.mkdir(parents=True)
+    installed = tmp_path / "site" / "gate" / "comparator"
+    installed.mkdir(parents=True)
+    shutil.copy(sorted(Path(kernels_fused.__file__).parent.glob("_fused*.so"))[0], installed / "_fused.abi3.so")
+    monkeypatch.setattr(kernels_fused, "__file__", str(source / "kernels_fused.py"))
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "clone"), str(tmp_path / "site")])
+    monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
+    monkeypatch.delenv("ACCURACY_GATE_COMPARE_KERNEL", raising=False)
+    assert kernels_fused._open() is not None
+
+
+def test_the_reason_for_numpys_passes_is_named(monkeypatch):
+    monkeypatch.setattr(kernels_fused, "_LIB", [])
+    monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
+    monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "numpy")
+    assert kernels_fused.kernel_name() == "numpy (ACCURACY_GATE_COMPARE_KERNEL=numpy)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +43,11 @@ def _open():
     if choice not in ("auto", "compiled", "numpy"):
         raise GateError(f"{KERNEL_ENV}={os.environ[KERNEL_ENV]!r}: expected auto, compiled or numpy")
     if choice == "numpy":
+        _UNUSABLE.append(f"{KERNEL_ENV}=numpy")
         return None
-    built = sorted(Path(__file__).parent.glob("_fused*.so"))
+    built = _built()
     if not built:
+        _UNUSABLE.append("not built: pip install builds it where a C compiler is")
         if choice == "compiled":
             raise GateError(
                 f"{KERNEL_ENV}=compiled, but the compiled kernel was not built (pip install needs a C compiler)"
@@ -86,6 +89,18 @@ def _open():
     lib.gate_convert_half.argtypes = [p, p, ctypes.c_int64, ctypes.c_int]
     lib.gate_convert_half.restype = None
     return lib
+
+
+def _built() -> list[Path]:
+    """The built libraries beside this module, else in the first other ``gate/comparator`` on
+    sys.path that has one (a non-editable install's, when a source tree of gate comes first on
+    sys.path, as with ``python -m gate`` in a clone); any found must pass the ABI check."""
+    here = Path(__file__).resolve().parent
+    for folder in [here] + [Path(entry or ".") / "gate" / "comparator" for entry in sys.path]:
+        built = sorted(folder.glob("_fused*.so"))
+        if built:
+            return built
+    return []
 
 
 def kernel_name() -> str:
