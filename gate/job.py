@@ -265,13 +265,13 @@ def _check_streaming(
     stream = Comparator.run(
         [*runners, GoldenRunner(golden, name=cfg.reference_name)], data_loader=progress.feed(), streaming=True
     )
-    if sink is not None:
-        stream = (sink(run_results) or run_results for run_results in stream)  # sink returns None
     if cfg.validate:  # as polygraphy run --validate: NaN and Inf
         stream = Comparator.validate(stream, check_inf=True, check_nan=True)
     ahead = None
     if inference_ahead(cfg):  # a GPU runs iterations i + 1, i + 2 while iteration i is compared (gate.ahead)
         stream = ahead = StreamAhead(stream, detach=runner_outputs_copied(runners))
+    if sink is not None:  # after the worker: it sees only the iterations that are compared (--fail-fast)
+        stream = (sink(run_results) or run_results for run_results in stream)  # sink returns None
     names = [name for name, _ in compare_func]
     try:
         accuracies = Comparator.compare_accuracy(  # --fail-fast: the stream stops (gate.stream_progress.Guarded)

@@ -199,3 +199,20 @@ def test_an_error_closing_the_stream_is_raised_by_close():
     assert next(ahead) == 0
     with pytest.raises(GateError, match="deactivation failed"):
         ahead.close()  # before: dropped on the worker
+
+
+def test_fail_fast_with_the_stream_ahead_sends_only_compared_iterations_to_the_sink(tmp_path, ahead_on):
+    """--save-outputs (the sink) on a GPU with --fail-fast got up to three iterations past the stop
+    (the worker runs ahead); it gets what the plain run gets."""
+    from test_fail_fast import X, identity_gate
+
+    cfg = load_config(
+        identity_gate(tmp_path / "g", [X + 1] * 8, "[compare]\nmax_failed_iterations = 1\nfail_fast = true\n")
+    )
+    seen = {}
+    for on in (False, True):
+        ahead_on(on)
+        sunk = []
+        result = gate.job.check(cfg, sink=sunk.append)
+        seen[on] = (len(sunk), result.status, result.iterations)
+    assert seen[True] == seen[False] and seen[False][0] < 8, seen
