@@ -63,7 +63,7 @@ def assert_same_block(fused, reference, tolerances=(1e-5, 1e-5)):
     )
     if fused.fused is None:  # a NaN difference: the numpy passes ran
         return
-    first_max, mismatches, sum_abs, sum_rel = fused.fused
+    first_max, mismatches, sum_abs, sum_rel, _ = fused.fused
     assert first_max == int(np.argmax(reference.absdiff))
     assert sum_abs == float(np.add.reduce(reference.absdiff.astype(np.float64)))
     assert sum_rel == float(np.add.reduce(reference.reldiff.astype(np.float64)))

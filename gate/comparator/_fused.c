@@ -29,7 +29,7 @@
 
 /* The version of this file's functions and their arguments, checked by kernels_fused at load (a
  * library built from another version of this file is not used). Change it with any signature. */
-#define GATE_FUSED_ABI 3
+#define GATE_FUSED_ABI 4
 int gate_fused_abi(void) { return GATE_FUSED_ABI; }
 
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
@@ -71,30 +71,62 @@ static inline uint32_t half_bits(uint32_t h) {
 /* The running maxima and counts of a block's pass. */
 typedef struct {
     uint32_t top, top_rel, zeros, over_count, worst;
+    int bracketed;           /* 1: also count against t (order-statistics brackets) */
+    uint32_t t[8], c[8];     /* thresholds on absdiff (0-3) and reldiff (4-7) bits; counts below */
 } Acc;
 
+/* One element of the pass: absdiff, reldiff (bits, sign cleared), maxima and counts. */
+#define ELEMENT                                                                                \
+    uint32_t db = b_of(f_of(x[i]) - f_of(y[i])) & 0x7fffffffu;                                 \
+    uint32_t ya = y[i] & 0x7fffffffu;                                                          \
+    uint32_t zero = ya == 0;                                                                   \
+    uint32_t qb = b_of(f_of(db) / f_of(zero ? eps_bits : ya)) & 0x7fffffffu;                  \
+    absdiff[i] = db;                                                                           \
+    reldiff[i] = qb;                                                                           \
+    top = db > top ? db : top;                                                                 \
+    top_rel = qb > top_rel ? qb : top_rel;                                                     \
+    zeros += zero;                                                                             \
+    uint32_t over = (uint32_t)(db >= lo_abs) & (uint32_t)(qb >= lo_rel);                       \
+    over_count += over;                                                                        \
+    uint32_t over_value = db & (0u - over);                                                    \
+    worst = over_value > worst ? over_value : worst;
+
 /* absdiff, reldiff (bits, sign cleared) of n elements from the float32 bits x, y, accumulated into
- * acc. The loop has no branch, so it vectorises. */
+ * acc (with acc->bracketed, also the counts of each difference below its bracket's thresholds: the
+ * same pass, no second read of the block). The loops have no branch, so they vectorise. */
 GATE_CLONES
 static void pass_words(const uint32_t *restrict x, const uint32_t *restrict y, int64_t n, uint32_t eps_bits,
                        uint32_t lo_abs, uint32_t lo_rel, uint32_t *restrict absdiff, uint32_t *restrict reldiff,
                        Acc *acc) {
     uint32_t top = acc->top, top_rel = acc->top_rel, zeros = acc->zeros;
     uint32_t over_count = acc->over_count, worst = acc->worst;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t db = b_of(f_of(x[i]) - f_of(y[i])) & 0x7fffffffu;
-        uint32_t ya = y[i] & 0x7fffffffu;
-        uint32_t zero = ya == 0;
-        uint32_t qb = b_of(f_of(db) / f_of(zero ? eps_bits : ya)) & 0x7fffffffu;
-        absdiff[i] = db;
-        reldiff[i] = qb;
-        top = db > top ? db : top;
-        top_rel = qb > top_rel ? qb : top_rel;
-        zeros += zero;
-        uint32_t over = (uint32_t)(db >= lo_abs) & (uint32_t)(qb >= lo_rel);
-        over_count += over;
-        uint32_t over_value = db & (0u - over);
-        worst = over_value > worst ? over_value : worst;
+    if (acc->bracketed) {
+        uint32_t t0 = acc->t[0], t1 = acc->t[1], t2 = acc->t[2], t3 = acc->t[3];
+        uint32_t t4 = acc->t[4], t5 = acc->t[5], t6 = acc->t[6], t7 = acc->t[7];
+        uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+        for (int64_t i = 0; i < n; i++) {
+            ELEMENT
+            c0 += db < t0;
+            c1 += db < t1;
+            c2 += db < t2;
+            c3 += db < t3;
+            c4 += qb < t4;
+            c5 += qb < t5;
+            c6 += qb < t6;
+            c7 += qb < t7;
+        }
+        acc->c[0] += c0;
+        acc->c[1] += c1;
+        acc->c[2] += c2;
+        acc->c[3] += c3;
+        acc->c[4] += c4;
+        acc->c[5] += c5;
+        acc->c[6] += c6;
+        acc->c[7] += c7;
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            ELEMENT
+        }
     }
     acc->top = top;
     acc->top_rel = top_rel;
@@ -234,11 +266,18 @@ static int64_t first_index(const uint32_t *bits, int64_t n, uint32_t value) {
  * u (5 uint32): max absdiff bits, max reldiff bits, zeros in b, elements over both thresholds,
  * max absdiff bits among those. idx (2 int64): argmax of absdiff, argmax of absdiff among the
  * elements over both thresholds (-1 if none). sums (2 float64): pairwise sums of absdiff, reldiff.
- * Returns 1 (nothing but u[0], u[1] valid) when a difference is NaN, else 0. */
+ * bt (8 uint32, or NULL): bracket thresholds on absdiff (0-3) and reldiff (4-7) bits; bcounts (8
+ * int64): the elements of each difference below each (n < 2**32). Returns 1 (nothing but u[0], u[1] valid) when a difference is NaN, else 0. */
 int gate_compare_block(int half, const void *a, const void *b, int64_t n, uint32_t eps_bits, uint32_t lo_abs,
-                       uint32_t lo_rel, float *absdiff, float *reldiff, uint32_t *u, int64_t *idx, double *sums) {
+                       uint32_t lo_rel, float *absdiff, float *reldiff, uint32_t *u, int64_t *idx, double *sums,
+                       const uint32_t *bt, int64_t *bcounts) {
     uint32_t *ad = (uint32_t *)absdiff, *rd = (uint32_t *)reldiff;
-    Acc acc = {0, 0, 0, 0, 0};
+    Acc acc;
+    memset(&acc, 0, sizeof acc);
+    if (bt != NULL) {
+        acc.bracketed = 1;
+        memcpy(acc.t, bt, sizeof acc.t);
+    }
     if (half) {
         pass_half((const uint16_t *)a, (const uint16_t *)b, n, eps_bits, lo_abs, lo_rel, ad, rd, &acc);
     } else {
@@ -268,6 +307,11 @@ int gate_compare_block(int half, const void *a, const void *b, int64_t n, uint32
     }
     sums[0] = 0. + pairwise_sum(absdiff, n);
     sums[1] = 0. + pairwise_sum(reldiff, n);
+    if (bt != NULL) {
+        for (int j = 0; j < 8; j++) {
+            bcounts[j] = acc.c[j];
+        }
+    }
     return 0;
 }
 
@@ -283,7 +327,8 @@ void gate_convert_half(const uint16_t *h, float *out, int64_t n, int method) {
 
 /* One block of an order-statistics bracket (gate.comparator.kernels_select.Bracket.update) over n
  * float32 differences of gate_compare_block (non-negative, no NaN: their bits order as their values).
- * t (nt = 2 or 4 uint32): thresholds on the bits; counts[j] = the elements with bits < t[j]. When
+ * t (nt = 2 or 4 uint32): thresholds on the bits; counts[j] = the elements with bits < t[j] (nt = 0:
+ * counts holds them already). When
  * keep is 1, the elements with t[i_lo] <= bits < t[i_hi] (counts[i_hi] - counts[i_lo] of them) are
  * copied, in order, to out. */
 GATE_CLONES
@@ -291,7 +336,7 @@ void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *r
                         int i_lo, int i_hi, uint32_t *restrict out, int64_t *restrict counts) {
     uint32_t t0 = t[0], t1 = t[1], t2 = nt > 2 ? t[2] : 0, t3 = nt > 2 ? t[3] : 0;
     int64_t c[4] = {0, 0, 0, 0};
-    for (int64_t start = 0; start < n; start += (int64_t)1 << 30) { /* 32-bit counters vectorise best */
+    for (int64_t start = 0; nt > 0 && start < n; start += (int64_t)1 << 30) { /* 32-bit counters vectorise best */
         int64_t end = n - start < ((int64_t)1 << 30) ? n : start + ((int64_t)1 << 30);
         uint32_t k0 = 0, k1 = 0, k2 = 0, k3 = 0;
         if (nt > 2) {
@@ -314,10 +359,12 @@ void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *r
         c[2] += k2;
         c[3] += k3;
     }
-    for (int j = 0; j < 4; j++) {
-        counts[j] = c[j];
+    if (nt > 0) { /* else the counts are the caller's (gate_compare_block counted them) */
+        for (int j = 0; j < 4; j++) {
+            counts[j] = c[j];
+        }
     }
-    int64_t kept = c[i_hi] - c[i_lo];
+    int64_t kept = counts[i_hi] - counts[i_lo];
     if (keep && kept > 0) {
         /* lo <= v < hi as one unsigned comparison (lo <= hi): the bracket sits around the wanted
          * ranks, so v >= lo alone is a coin toss, but v inside is rare. */

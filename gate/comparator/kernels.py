@@ -131,12 +131,17 @@ def diff_statistics(
     brackets = None
     if order_stats and not single_block and ranks is not None:
         brackets = _sample_brackets(diffs, a, b, n, ranks)
+        if diffs.compiled and n < 1 << 32:  # their counts taken in the compiled pass itself
+            diffs.bracket_bits = np.zeros(8, np.uint32)
+            for i, bracket in enumerate(brackets):
+                if bracket is not None:
+                    diffs.bracket_bits[4 * i : 4 * i + 4] = bracket.compiled_thresholds()[0]
     leaders = (Leader(), Leader())  # the worst absdiff, the worst mismatch
 
     def summarise(start: int) -> dict:
         """What the statistics need of one block (its arrays are this thread's scratch)."""
         block = diffs(_block(a, start), _block(b, start))
-        fused = block.fused or (None, None, None, None)  # the compiled block's argmax, mismatches, sums
+        fused = block.fused or (None,) * 5  # the compiled block's argmax, mismatches, sums, bracket counts
         summary = {
             "top": block.top,
             "top_rel": block.top_rel,
@@ -162,9 +167,10 @@ def diff_statistics(
         if order_stats and single_block:
             summary["direct"] = direct_order_stats(block.absdiff, block.reldiff, check_error_stat, quantile)
         elif brackets is not None:
-            for bracket, d in zip(brackets, (block.absdiff, block.reldiff)):
+            for i, (bracket, d) in enumerate(zip(brackets, (block.absdiff, block.reldiff))):
                 if bracket is not None:
-                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d, block.fused is not None)
+                    counts = None if fused[4] is None else fused[4][4 * i : 4 * i + 4]
+                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d, block.fused is not None, counts)
         return summary
 
     starts = range(0, n, CHUNK)

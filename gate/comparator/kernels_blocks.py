@@ -95,7 +95,7 @@ class Block(NamedTuple):
     nan_counts: tuple
     # From the compiled block (kernels_fused) only: (argmax(absdiff), the mismatches as
     # ``kernels._mismatches`` gives them or None where it must compute them, the float64 sums of
-    # absdiff and reldiff as ``block_sum`` gives them).
+    # absdiff and reldiff as ``block_sum`` gives them, the brackets' counts (int64[8]) or None).
     fused: tuple | None = None
 
 
@@ -122,6 +122,7 @@ class BlockDiffs:
         self.nan_eq = nans_compare_equal
         self.mode = "reference"
         self.compiled = False
+        self.bracket_bits = None  # uint32[8]: the brackets' thresholds, counted in the compiled pass
         if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8 and a.dtype not in ML_WIDENING:
             self.mode = "float" if a.dtype.kind == "f" else "int"
             self.work = cast_up_dtype(a.dtype)
@@ -183,14 +184,18 @@ class BlockDiffs:
             SCRATCH.get("sums", np.float64, 2),
         )
         lo_abs, lo_rel = self.thresholds or (kernels_fused.NO_THRESHOLD, kernels_fused.NO_THRESHOLD)
-        if not kernels_fused.compare_block(ac, bc, self.eps, lo_abs, lo_rel, absdiff, reldiff, u, idx, sums):
+        brackets = None
+        if self.bracket_bits is not None:
+            brackets = (self.bracket_bits, SCRATCH.get("bracket_counts", np.int64, 8))
+        if not kernels_fused.compare_block(ac, bc, self.eps, lo_abs, lo_rel, absdiff, reldiff, u, idx, sums, brackets):
             return None
         tops = u[:2].view(F32)
         mismatches = None
         if self.thresholds is not None:
             count = int(u[3])
             mismatches = (count, absdiff[idx[1]], int(idx[1])) if count else (0, None, None)
-        fused = (int(idx[0]), mismatches, float(sums[0]), float(sums[1]))
+        counts = None if brackets is None else brackets[1].copy()
+        fused = (int(idx[0]), mismatches, float(sums[0]), float(sums[1]), counts)
         return Block(absdiff, absdiff, reldiff, int(u[2]), tops[0], tops[1], (0, 0), fused)
 
     def _float(self, ac, bc) -> Block:

@@ -26,7 +26,7 @@ import numpy as np
 from gate.errors import GateError
 
 KERNEL_ENV = "ACCURACY_GATE_COMPARE_KERNEL"
-FUSED_ABI = 3  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
+FUSED_ABI = 4  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
 _LIB = []
 _UNUSABLE = []  # why a built library was not used
 
@@ -72,7 +72,7 @@ def _open():
         _UNUSABLE.append(reason)
         return None
     p = ctypes.c_void_p
-    lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 5
+    lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 7
     lib.gate_compare_block.restype = ctypes.c_int
     lib.gate_bracket_block.argtypes = [
         p,
@@ -151,7 +151,7 @@ def _threshold_bits(tolerance, _type, _subnormals) -> int:
     return high
 
 
-def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, idx, sums) -> bool:
+def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, idx, sums, brackets=None) -> bool:
     """Runs the compiled block on ``ac``, ``bc`` (1-D, contiguous, native byte order, both float32 or
     both float16, size >= 1) into ``absdiff``, ``reldiff`` (float32, the same size) and ``u``
     (uint32[5]: the bits of max absdiff and max reldiff, zeros of the reference, elements over both
@@ -159,8 +159,11 @@ def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, id
     absdiff, and of absdiff among the elements over both thresholds, -1 if none), ``sums``
     (float64[2]: ``np.add.reduce`` of absdiff and reldiff as float64). ``eps``: the float32 added
     to a zero of the reference; ``lo_abs``, ``lo_rel``: ``threshold_bits`` of atol and rtol, or
-    ``NO_THRESHOLD``. Returns False when a difference is NaN: then only ``u[0]``, ``u[1]`` are set
-    and the caller takes numpy's passes."""
+    ``NO_THRESHOLD``. ``brackets``: None, or ``(thresholds, counts)``: uint32[8] order-statistics
+    thresholds on the bits of absdiff (0-3) and reldiff (4-7), and int64[8] that receives the
+    number of elements below each (the same pass; ``bracket_block`` then only copies the kept
+    values). Returns False when a difference is NaN: then only ``u[0]``, ``u[1]`` are set and the
+    caller takes numpy's passes."""
     status = _load().gate_compare_block(
         1 if ac.dtype.itemsize == 2 else 0,
         ac.ctypes.data,
@@ -174,6 +177,8 @@ def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, id
         u.ctypes.data,
         idx.ctypes.data,
         sums.ctypes.data,
+        None if brackets is None else brackets[0].ctypes.data,
+        None if brackets is None else brackets[1].ctypes.data,
     )
     return status == 0
 

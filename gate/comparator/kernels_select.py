@@ -70,12 +70,13 @@ class Bracket:
         self.overflow = False
         self._lock = threading.Lock()
 
-    def update(self, d: np.ndarray, compiled: bool = False) -> None:
+    def update(self, d: np.ndarray, compiled: bool = False, counts=None) -> None:
         """Adds one block of the quantity (callable from several threads at once). ``compiled``: the
         block is a float32 difference of the compiled kernel (non-negative, no NaN), whose counts
-        and kept values the compiled kernel then takes (the same ones)."""
+        and kept values the compiled kernel then takes (the same ones); ``counts``: its counts
+        below ``compiled_thresholds()``, when its pass took them already."""
         if compiled and d.dtype == np.float32 and d.flags.c_contiguous:
-            return self._update_compiled(d)
+            return self._update_compiled(d, counts)
         k = d.size
         mask0 = self.scratch.get("bracket0", np.bool_, k)
         mask1 = self.scratch.get("bracket1", np.bool_, k)
@@ -102,25 +103,36 @@ class Bracket:
                 values = np.compress(mask0, d)  # (twice as fast as d[mask0] here)
         self._add(below, at_lo, at_hi, values)
 
-    def _update_compiled(self, d: np.ndarray) -> None:
-        """``update`` of a block by the compiled kernel (kernels_fused.bracket_block): the counts
-        on the bits, and the kept values between two of the thresholds."""
-        k = d.size
-        thresholds = self.scratch.get("bracket_t", np.uint32, 4)
-        counts = self.scratch.get("bracket_c", np.int64, 4)
-        out = self.scratch.get("bracket_out", np.uint32, k)
+    def compiled_thresholds(self):
+        """``(thresholds, nt, inside)`` of the compiled kernel for this bracket: uint32[4] on the
+        bits (the first ``nt`` used; ``counts[j]``: elements with ``bits < thresholds[j]``) and the
+        pair ``(i, j)`` of thresholds between which the kept values lie. point: d < lo, d <= lo;
+        inclusive: d < lo, d <= hi (kept: lo <= d <= hi); exclusive: d < lo, d <= lo, d < hi,
+        d <= hi (kept: lo < d < hi)."""
         below, at_or_below = kernels_fused.bits_below, kernels_fused.bits_at_or_below
-        if self.mode == "point":  # lo == hi: d < lo, d <= lo; nothing kept
+        thresholds = np.zeros(4, np.uint32)
+        if self.mode == "point":
             thresholds[:2] = (below(self.lo), at_or_below(self.lo))
-            nt, inside = 2, (0, 1)
-        elif self.mode == "inclusive":  # d < lo, d <= hi; kept: lo <= d <= hi
+            return thresholds, 2, (0, 1)
+        if self.mode == "inclusive":
             thresholds[:2] = (below(self.lo), at_or_below(self.hi))
-            nt, inside = 2, (0, 1)
-        else:  # d < lo, d <= lo, d < hi, d <= hi; kept: lo < d < hi
-            thresholds[:] = (below(self.lo), at_or_below(self.lo), below(self.hi), at_or_below(self.hi))
-            nt, inside = 4, (1, 2)
+            return thresholds, 2, (0, 1)
+        thresholds[:] = (below(self.lo), at_or_below(self.lo), below(self.hi), at_or_below(self.hi))
+        return thresholds, 4, (1, 2)
+
+    def _update_compiled(self, d: np.ndarray, given=None) -> None:
+        """``update`` of a block by the compiled kernel (kernels_fused.bracket_block): the counts
+        on the bits (``given`` when the compare pass took them), and the kept values between two
+        of the thresholds."""
+        thresholds, nt, inside = self.compiled_thresholds()
+        counts = self.scratch.get("bracket_c", np.int64, 4)
+        if given is not None:
+            counts[:] = given
+            nt = 0  # counted already: only the kept values are copied
+        out = self.scratch.get("bracket_out", np.uint32, d.size)
         keep = self.mode != "point" and not self.overflow
-        kernels_fused.bracket_block(d, thresholds, nt, inside, keep, out, counts)
+        if nt or keep:
+            kernels_fused.bracket_block(d, thresholds, nt, inside, keep, out, counts)
         at_lo = at_hi = 0
         if self.mode == "point":
             at_lo = int(counts[1])
