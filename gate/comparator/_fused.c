@@ -29,7 +29,7 @@
 
 /* The version of this file's functions and their arguments, checked by kernels_fused at load (a
  * library built from another version of this file is not used). Change it with any signature. */
-#define GATE_FUSED_ABI 4
+#define GATE_FUSED_ABI 5
 int gate_fused_abi(void) { return GATE_FUSED_ABI; }
 
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
@@ -267,7 +267,8 @@ static int64_t first_index(const uint32_t *bits, int64_t n, uint32_t value) {
  * max absdiff bits among those. idx (2 int64): argmax of absdiff, argmax of absdiff among the
  * elements over both thresholds (-1 if none). sums (2 float64): pairwise sums of absdiff, reldiff.
  * bt (8 uint32, or NULL): bracket thresholds on absdiff (0-3) and reldiff (4-7) bits; bcounts (8
- * int64): the elements of each difference below each (n < 2**32). Returns 1 (nothing but u[0], u[1] valid) when a difference is NaN, else 0. */
+ * int64): the elements of each difference below each (n < 2**32). Returns 1 (nothing but u[0],
+ * u[1] valid) when a difference is NaN, else 0. */
 int gate_compare_block(int half, const void *a, const void *b, int64_t n, uint32_t eps_bits, uint32_t lo_abs,
                        uint32_t lo_rel, float *absdiff, float *reldiff, uint32_t *u, int64_t *idx, double *sums,
                        const uint32_t *bt, int64_t *bcounts) {
@@ -325,50 +326,17 @@ void gate_convert_half(const uint16_t *h, float *out, int64_t n, int method) {
     }
 }
 
-/* One block of an order-statistics bracket (gate.comparator.kernels_select.Bracket.update) over n
- * float32 differences of gate_compare_block (non-negative, no NaN: their bits order as their values).
- * t (nt = 2 or 4 uint32): thresholds on the bits; counts[j] = the elements with bits < t[j] (nt = 0:
- * counts holds them already). When
- * keep is 1, the elements with t[i_lo] <= bits < t[i_hi] (counts[i_hi] - counts[i_lo] of them) are
- * copied, in order, to out. */
+/* The kept values of one block of an order-statistics bracket (kernels_select.Bracket): of the n
+ * float32 differences d of gate_compare_block (non-negative, no NaN: their bits order as their
+ * values), the `kept` elements with lo <= bits < hi (gate_compare_block counted them), copied in
+ * order to out (room for n). */
 GATE_CLONES
-void gate_bracket_block(const uint32_t *restrict d, int64_t n, const uint32_t *restrict t, int nt, int keep,
-                        int i_lo, int i_hi, uint32_t *restrict out, int64_t *restrict counts) {
-    uint32_t t0 = t[0], t1 = t[1], t2 = nt > 2 ? t[2] : 0, t3 = nt > 2 ? t[3] : 0;
-    int64_t c[4] = {0, 0, 0, 0};
-    for (int64_t start = 0; nt > 0 && start < n; start += (int64_t)1 << 30) { /* 32-bit counters vectorise best */
-        int64_t end = n - start < ((int64_t)1 << 30) ? n : start + ((int64_t)1 << 30);
-        uint32_t k0 = 0, k1 = 0, k2 = 0, k3 = 0;
-        if (nt > 2) {
-            for (int64_t i = start; i < end; i++) {
-                uint32_t v = d[i];
-                k0 += v < t0;
-                k1 += v < t1;
-                k2 += v < t2;
-                k3 += v < t3;
-            }
-        } else {
-            for (int64_t i = start; i < end; i++) {
-                uint32_t v = d[i];
-                k0 += v < t0;
-                k1 += v < t1;
-            }
-        }
-        c[0] += k0;
-        c[1] += k1;
-        c[2] += k2;
-        c[3] += k3;
-    }
-    if (nt > 0) { /* else the counts are the caller's (gate_compare_block counted them) */
-        for (int j = 0; j < 4; j++) {
-            counts[j] = c[j];
-        }
-    }
-    int64_t kept = counts[i_hi] - counts[i_lo];
-    if (keep && kept > 0) {
+void gate_bracket_block(const uint32_t *restrict d, int64_t n, uint32_t lo, uint32_t hi, int64_t kept,
+                        uint32_t *restrict out) {
+    if (kept > 0) {
         /* lo <= v < hi as one unsigned comparison (lo <= hi): the bracket sits around the wanted
          * ranks, so v >= lo alone is a coin toss, but v inside is rare. */
-        uint32_t lo = t[i_lo], width = t[i_hi] - t[i_lo];
+        uint32_t width = hi - lo;
         int64_t k = 0;
         if (kept * 64 < n) { /* few kept: groups of 16 tested at once, most hold none */
             int64_t i = 0;

@@ -131,7 +131,7 @@ def diff_statistics(
     brackets = None
     if order_stats and not single_block and ranks is not None:
         brackets = _sample_brackets(diffs, a, b, n, ranks)
-        if diffs.compiled and n < 1 << 32:  # their counts taken in the compiled pass itself
+        if diffs.compiled:  # their counts taken in the compiled pass itself (per block: below 2**32)
             diffs.bracket_bits = np.zeros(8, np.uint32)
             for i, bracket in enumerate(brackets):
                 if bracket is not None:
@@ -170,7 +170,7 @@ def diff_statistics(
             for i, (bracket, d) in enumerate(zip(brackets, (block.absdiff, block.reldiff))):
                 if bracket is not None:
                     counts = None if fused[4] is None else fused[4][4 * i : 4 * i + 4]
-                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d, block.fused is not None, counts)
+                    bracket.update(d.view(np.uint8) if d.dtype == np.bool_ else d, counts)
         return summary
 
     starts = range(0, n, CHUNK)

@@ -26,7 +26,7 @@ import numpy as np
 from gate.errors import GateError
 
 KERNEL_ENV = "ACCURACY_GATE_COMPARE_KERNEL"
-FUSED_ABI = 4  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
+FUSED_ABI = 5  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
 _LIB = []
 _UNUSABLE = []  # why a built library was not used
 
@@ -74,17 +74,7 @@ def _open():
     p = ctypes.c_void_p
     lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 7
     lib.gate_compare_block.restype = ctypes.c_int
-    lib.gate_bracket_block.argtypes = [
-        p,
-        ctypes.c_int64,
-        p,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        p,
-        p,
-    ]
+    lib.gate_bracket_block.argtypes = [p, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64, p]
     lib.gate_bracket_block.restype = None
     lib.gate_convert_half.argtypes = [p, p, ctypes.c_int64, ctypes.c_int]
     lib.gate_convert_half.restype = None
@@ -200,21 +190,9 @@ def bits_at_or_below(x) -> int:
     return int(np.abs(x).view(np.uint32)) + 1  # -0.0 <= 0 only for zeros, as +0.0
 
 
-def bracket_block(d, thresholds, nt: int, inside, keep: bool, out, counts) -> None:
-    """One block of ``kernels_select.Bracket`` by the compiled kernel: ``d`` a contiguous float32
-    difference of ``compare_block`` (non-negative, no NaN); ``thresholds`` (uint32[4], the first
-    ``nt`` = 2 or 4 used) ``bits_below`` / ``bits_at_or_below`` values, ``counts[j]`` (int64[4]) the
-    elements with ``bits < thresholds[j]``; with ``keep``, the elements with ``thresholds[i] <= bits <
-    thresholds[j]`` for ``inside = (i, j)`` are copied in order to ``out`` (uint32, room for
-    ``d.size``)."""
-    _load().gate_bracket_block(
-        d.ctypes.data,
-        d.size,
-        thresholds.ctypes.data,
-        nt,
-        1 if keep else 0,
-        inside[0],
-        inside[1],
-        out.ctypes.data,
-        counts.ctypes.data,
-    )
+def bracket_block(d, low: int, high: int, kept: int, out) -> None:
+    """The kept values of one block of ``kernels_select.Bracket`` by the compiled kernel: of ``d``, a
+    contiguous float32 difference of ``compare_block`` (non-negative, no NaN), the ``kept`` elements
+    with ``low <= bits < high`` (``compare_block`` counted them), copied in order to ``out`` (uint32,
+    room for ``d.size``)."""
+    _load().gate_bracket_block(d.ctypes.data, d.size, low, high, kept, out.ctypes.data)

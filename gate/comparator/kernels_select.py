@@ -69,13 +69,14 @@ class Bracket:
         self.scratch = scratch
         self.overflow = False
         self._lock = threading.Lock()
+        self._compiled = None  # compiled_thresholds()
 
-    def update(self, d: np.ndarray, compiled: bool = False, counts=None) -> None:
-        """Adds one block of the quantity (callable from several threads at once). ``compiled``: the
-        block is a float32 difference of the compiled kernel (non-negative, no NaN), whose counts
-        and kept values the compiled kernel then takes (the same ones); ``counts``: its counts
-        below ``compiled_thresholds()``, when its pass took them already."""
-        if compiled and d.dtype == np.float32 and d.flags.c_contiguous:
+    def update(self, d: np.ndarray, counts=None) -> None:
+        """Adds one block of the quantity (callable from several threads at once). ``counts``: for a
+        float32 difference of the compiled kernel (non-negative, no NaN), the elements below each
+        of ``compiled_thresholds()`` that its pass counted; the compiled kernel then copies the kept
+        values (the same ones)."""
+        if counts is not None:
             return self._update_compiled(d, counts)
         k = d.size
         mask0 = self.scratch.get("bracket0", np.bool_, k)
@@ -104,43 +105,40 @@ class Bracket:
         self._add(below, at_lo, at_hi, values)
 
     def compiled_thresholds(self):
-        """``(thresholds, nt, inside)`` of the compiled kernel for this bracket: uint32[4] on the
-        bits (the first ``nt`` used; ``counts[j]``: elements with ``bits < thresholds[j]``) and the
+        """``(thresholds, inside)`` of the compiled kernel for this bracket (computed once): uint32[4]
+        on the bits (``counts[j]``: elements with ``bits < thresholds[j]``; unused ones 0) and the
         pair ``(i, j)`` of thresholds between which the kept values lie. point: d < lo, d <= lo;
         inclusive: d < lo, d <= hi (kept: lo <= d <= hi); exclusive: d < lo, d <= lo, d < hi,
         d <= hi (kept: lo < d < hi)."""
-        below, at_or_below = kernels_fused.bits_below, kernels_fused.bits_at_or_below
-        thresholds = np.zeros(4, np.uint32)
-        if self.mode == "point":
-            thresholds[:2] = (below(self.lo), at_or_below(self.lo))
-            return thresholds, 2, (0, 1)
-        if self.mode == "inclusive":
-            thresholds[:2] = (below(self.lo), at_or_below(self.hi))
-            return thresholds, 2, (0, 1)
-        thresholds[:] = (below(self.lo), at_or_below(self.lo), below(self.hi), at_or_below(self.hi))
-        return thresholds, 4, (1, 2)
+        if self._compiled is None:
+            below, at_or_below = kernels_fused.bits_below, kernels_fused.bits_at_or_below
+            thresholds = np.zeros(4, np.uint32)
+            inside = (0, 1)
+            if self.mode == "point":
+                thresholds[:2] = (below(self.lo), at_or_below(self.lo))
+            elif self.mode == "inclusive":
+                thresholds[:2] = (below(self.lo), at_or_below(self.hi))
+            else:
+                thresholds[:] = (below(self.lo), at_or_below(self.lo), below(self.hi), at_or_below(self.hi))
+                inside = (1, 2)
+            self._compiled = (thresholds, inside)
+        return self._compiled
 
-    def _update_compiled(self, d: np.ndarray, given=None) -> None:
-        """``update`` of a block by the compiled kernel (kernels_fused.bracket_block): the counts
-        on the bits (``given`` when the compare pass took them), and the kept values between two
-        of the thresholds."""
-        thresholds, nt, inside = self.compiled_thresholds()
-        counts = self.scratch.get("bracket_c", np.int64, 4)
-        if given is not None:
-            counts[:] = given
-            nt = 0  # counted already: only the kept values are copied
-        out = self.scratch.get("bracket_out", np.uint32, d.size)
-        keep = self.mode != "point" and not self.overflow
-        if nt or keep:
-            kernels_fused.bracket_block(d, thresholds, nt, inside, keep, out, counts)
+    def _update_compiled(self, d: np.ndarray, counts) -> None:
+        """``update`` of a block of the compiled kernel: ``counts`` from its pass, the kept values
+        between two of the thresholds copied by ``kernels_fused.bracket_block``."""
+        thresholds, (i, j) = self.compiled_thresholds()
         at_lo = at_hi = 0
         if self.mode == "point":
             at_lo = int(counts[1])
         elif self.mode == "exclusive":
             at_lo, at_hi = int(counts[1]), int(counts[3])
         values = None
-        if keep:
-            values = out[: int(counts[inside[1]] - counts[inside[0]])].view(np.float32).copy()
+        if self.mode != "point" and not self.overflow:
+            kept = int(counts[j] - counts[i])
+            out = self.scratch.get("bracket_out", np.uint32, d.size)
+            kernels_fused.bracket_block(d, int(thresholds[i]), int(thresholds[j]), kept, out)
+            values = out[:kept].view(np.float32).copy()
         self._add(int(counts[0]), at_lo, at_hi, values)
 
     def _add(self, below, at_lo, at_hi, values) -> None:
