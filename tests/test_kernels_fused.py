@@ -379,3 +379,107 @@ def test_the_reason_for_numpys_passes_is_named(monkeypatch):
     monkeypatch.setattr(kernels_fused, "_UNUSABLE", [])
     monkeypatch.setenv("ACCURACY_GATE_COMPARE_KERNEL", "numpy")
     assert kernels_fused.kernel_name() == "numpy (ACCURACY_GATE_COMPARE_KERNEL=numpy)"
+
+
+@compiled
+@pytest.mark.parametrize(
+    "dtype", [np.bool_, np.int8, np.uint16, np.float16, np.int32, np.float32, np.int64, np.float64]
+)
+def test_the_sample_gather_is_numpys_fancy_indexing(dtype):
+    """The order-statistics sample read by the compiled gather (prefetching ahead) is
+    ``a.reshape(-1)[positions]``, for every itemsize, including the first and last elements."""
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 200, (37, 113)).astype(dtype)
+    b = rng.integers(0, 200, (37, 113)).astype(dtype)
+    positions = np.sort(rng.integers(0, a.size, 500)).astype(np.int64)
+    positions[0], positions[-1] = 0, a.size - 1
+    got = kernels_fused.gather(a, b, positions)
+    assert got is not None
+    assert got[0].dtype == a.dtype and np.array_equal(got[0], a.reshape(-1)[positions])
+    assert np.array_equal(got[1], b.reshape(-1)[positions])
+
+
+@compiled
+def test_the_gather_leaves_what_it_cannot_read_to_numpy():
+    a = np.arange(100, dtype=np.float32).reshape(10, 10)
+    positions = np.arange(0, 50, 7, dtype=np.int64)
+    assert kernels_fused.gather(a.T, a, positions) is None  # not contiguous
+    assert kernels_fused.gather(a, a.astype(np.float64), positions) is None  # dtypes differ
+    objects = np.array([object()] * 4)
+    assert kernels_fused.gather(objects, objects, np.arange(2, dtype=np.int64)) is None
+    assert kernels_fused.gather(a, a, positions.astype(np.int32)) is None
+
+
+@compiled
+@pytest.mark.parametrize("method", [0, 1, 2, 3])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000, 4099])
+@pytest.mark.parametrize("share", [0.0, 0.01, 0.3, 1.0])
+def test_kept_values_are_those_in_the_bracket_in_order(method, n, share):
+    """gate_bracket_block's scalar, AVX2 and AVX-512 copies (each where the CPU has it, else the
+    scalar one) give the values with lo <= bits < hi in order, and write nothing past them."""
+    rng = np.random.default_rng(n)
+    d = np.abs(rng.standard_normal(n)).astype(np.float32)
+    bits = d.view(np.uint32)
+    inside = rng.random(n) < share
+    lo, hi = int(np.uint32(np.float32(2.0).view(np.uint32))), int(np.float32(3.0).view(np.uint32))
+    d[inside] = rng.uniform(2.0, 3.0, int(inside.sum())).astype(np.float32)
+    d[0] = 2.0  # lo itself is kept, hi is not
+    if n > 1:
+        d[-1] = 3.0
+    expected = bits[(bits >= lo) & (bits < hi)]
+    out = np.full(n + 16, 0xDEADBEEF, np.uint32)
+    assert kernels_fused.bracket_block(d, lo, hi, out, method) == expected.size
+    assert np.array_equal(out[: expected.size], expected)
+    assert np.all(out[n:] == 0xDEADBEEF)
+
+
+@compiled
+@pytest.mark.parametrize("four", [False, True])
+def test_the_pass_counts_below_each_bracket_threshold(four):
+    """The compiled pass's counts below the bracket thresholds (two per difference, or four),
+    with thresholds at 0 (counting nothing) and above every float32 (clamped: counting all)."""
+    rng = np.random.default_rng(5)
+    n = 5000
+    a = rng.standard_normal(n).astype(np.float32)
+    b = (a + rng.standard_normal(n) * 1e-3).astype(np.float32)
+    with np.errstate(all="ignore"):
+        absdiff, reldiff = reference_float32(a, b)
+    q = [np.quantile(absdiff, 0.3), np.quantile(absdiff, 0.6), np.quantile(reldiff, 0.4)]
+    abs_t = [kernels_fused.bits_below(q[0]), 0xFFFFFFFF] + (
+        [kernels_fused.bits_at_or_below(q[1]), 0] if four else [0, 0]
+    )
+    rel_t = [0, kernels_fused.bits_at_or_below(q[2])] + (
+        [0x80000000, kernels_fused.bits_below(q[2])] if four else [0, 0]
+    )
+    thresholds = np.array(abs_t + rel_t, np.uint32)
+    counts = np.zeros(8, np.int64)
+    u, idx, sums = np.zeros(5, np.uint32), np.zeros(2, np.int64), np.zeros(2)
+    out_abs, out_rel = np.empty(n, np.float32), np.empty(n, np.float32)
+    nt = kernels_fused.NO_THRESHOLD
+    assert kernels_fused.compare_block(a, b, 1e-38, nt, nt, out_abs, out_rel, u, idx, sums, (thresholds, counts))
+    for j, t in enumerate(thresholds):
+        values = (absdiff if j < 4 else reldiff).view(np.uint32)
+        assert counts[j] == np.count_nonzero(values < t), j
+
+
+def reference_float32(a, b):
+    absdiff = np.abs(a - b)
+    return absdiff, absdiff / np.abs(b)
+
+
+@pytest.mark.parametrize("values", ["continuous", "ties", "one"])
+def test_select_in_place_puts_each_rank_in_place(values):
+    from gate.comparator.kernels_select import select_in_place
+
+    rng = np.random.default_rng(2)
+    x = {
+        "continuous": rng.random(3001).astype(np.float32),
+        "ties": (rng.integers(0, 3, 3001) * 0.5).astype(np.float32),
+        "one": np.ones(7, np.float32),
+    }[values]
+    kth = [0, x.size // 2, x.size // 2 + 1, x.size - 1] if x.size > 2 else [0]
+    expected = np.sort(x)
+    y = x.copy()
+    select_in_place(y, kth)
+    assert [y[k] for k in kth] == [expected[k] for k in kth]
+    assert np.array_equal(np.sort(y), expected)

@@ -29,7 +29,7 @@
 
 /* The version of this file's functions and their arguments, checked by kernels_fused at load (a
  * library built from another version of this file is not used). Change it with any signature. */
-#define GATE_FUSED_ABI 5
+#define GATE_FUSED_ABI 6
 int gate_fused_abi(void) { return GATE_FUSED_ABI; }
 
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__ELF__)
@@ -72,6 +72,7 @@ static inline uint32_t half_bits(uint32_t h) {
 typedef struct {
     uint32_t top, top_rel, zeros, over_count, worst;
     int bracketed;           /* 1: also count against t (order-statistics brackets) */
+    int k;                   /* the thresholds counted of each difference: 1 to 4 */
     uint32_t t[8], c[8];     /* thresholds on absdiff (0-3) and reldiff (4-7) bits; counts below */
 } Acc;
 
@@ -92,8 +93,18 @@ typedef struct {
     worst = over_value > worst ? over_value : worst;
 
 /* absdiff, reldiff (bits, sign cleared) of n elements from the float32 bits x, y, accumulated into
- * acc (with acc->bracketed, also the counts of each difference below its bracket's thresholds: the
- * same pass, no second read of the block). The loops have no branch, so they vectorise. */
+ * acc; with acc->bracketed, also the counts of each difference below its bracket's thresholds (the
+ * same pass, no second read of the block). The loops have no branch, so they vectorise.
+ *
+ * The counts compare signed (one instruction on AVX2, unlike unsigned comparisons): a non-NaN
+ * difference's bits are at most 0x7f800000, and a threshold clamped to 0x7fffffff counts the same.
+ * A threshold of 0 counts nothing: gate_compare_block moves the others of each difference to its
+ * first acc->k slots (t[0..k) for absdiff, t[4..4+k) for reldiff), and the loop counts k of each
+ * (1 to 4): the inclusive bracket needs one, the point one or two, the exclusive three. */
+#define COUNT1 c0 += (int32_t)db < t0; c4 += (int32_t)qb < t4;
+#define COUNT2 COUNT1 c1 += (int32_t)db < t1; c5 += (int32_t)qb < t5;
+#define COUNT3 COUNT2 c2 += (int32_t)db < t2; c6 += (int32_t)qb < t6;
+#define COUNT4 COUNT3 c3 += (int32_t)db < t3; c7 += (int32_t)qb < t7;
 GATE_CLONES
 static void pass_words(const uint32_t *restrict x, const uint32_t *restrict y, int64_t n, uint32_t eps_bits,
                        uint32_t lo_abs, uint32_t lo_rel, uint32_t *restrict absdiff, uint32_t *restrict reldiff,
@@ -101,19 +112,32 @@ static void pass_words(const uint32_t *restrict x, const uint32_t *restrict y, i
     uint32_t top = acc->top, top_rel = acc->top_rel, zeros = acc->zeros;
     uint32_t over_count = acc->over_count, worst = acc->worst;
     if (acc->bracketed) {
-        uint32_t t0 = acc->t[0], t1 = acc->t[1], t2 = acc->t[2], t3 = acc->t[3];
-        uint32_t t4 = acc->t[4], t5 = acc->t[5], t6 = acc->t[6], t7 = acc->t[7];
+        int32_t t[8];
+        for (int j = 0; j < 8; j++) {
+            t[j] = (int32_t)(acc->t[j] > 0x7fffffffu ? 0x7fffffffu : acc->t[j]);
+        }
+        int32_t t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3], t4 = t[4], t5 = t[5], t6 = t[6], t7 = t[7];
         uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-        for (int64_t i = 0; i < n; i++) {
-            ELEMENT
-            c0 += db < t0;
-            c1 += db < t1;
-            c2 += db < t2;
-            c3 += db < t3;
-            c4 += qb < t4;
-            c5 += qb < t5;
-            c6 += qb < t6;
-            c7 += qb < t7;
+        if (acc->k == 1) {
+            for (int64_t i = 0; i < n; i++) {
+                ELEMENT
+                COUNT1
+            }
+        } else if (acc->k == 2) {
+            for (int64_t i = 0; i < n; i++) {
+                ELEMENT
+                COUNT2
+            }
+        } else if (acc->k == 3) {
+            for (int64_t i = 0; i < n; i++) {
+                ELEMENT
+                COUNT3
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                ELEMENT
+                COUNT4
+            }
         }
         acc->c[0] += c0;
         acc->c[1] += c1;
@@ -164,6 +188,84 @@ static int f16c_usable(void) {
 #else
 static void half_to_words_f16c(const uint16_t *h, uint32_t *out, int64_t n) { half_to_words(h, out, n); }
 static int f16c_usable(void) { return 0; }
+#endif
+
+/* The kept values of one block of an order-statistics bracket (kernels_select.Bracket): of the n
+ * float32 differences d of gate_compare_block (non-negative, no NaN: their bits order as their
+ * values), those with lo <= bits < hi, copied in order to out (room for n); returns how many.
+ * lo <= v < hi is one unsigned comparison, v - lo < hi - lo (lo <= hi).
+ * method: 0 the fastest this CPU has; 1 scalar, 2 AVX2, 3 AVX-512 (for tests; one the CPU lacks:
+ * scalar). The vector versions compress 8 or 16 values at a time and store them whole at out + k:
+ * k <= i, so a store ends at most at i + 16 <= n, within out. */
+static int64_t keep_scalar(const uint32_t *restrict d, int64_t n, uint32_t lo, uint32_t width,
+                           uint32_t *restrict out) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) { /* a store per element, no branch to mispredict */
+        uint32_t v = d[i];
+        out[k] = v;
+        k += v - lo < width;
+    }
+    return k;
+}
+
+#if defined(GATE_X86)
+static uint8_t compress_lanes[256][8]; /* mask -> the lanes of its set bits, in order */
+
+__attribute__((constructor)) static void compress_lanes_init(void) {
+    for (int mask = 0; mask < 256; mask++) {
+        int k = 0;
+        for (int lane = 0; lane < 8; lane++) {
+            if (mask & (1 << lane)) {
+                compress_lanes[mask][k++] = (uint8_t)lane;
+            }
+        }
+        for (; k < 8; k++) {
+            compress_lanes[mask][k] = 0;
+        }
+    }
+}
+
+__attribute__((target("avx2")))
+static int64_t keep_avx2(const uint32_t *restrict d, int64_t n, uint32_t lo, uint32_t width, uint32_t *restrict out) {
+    /* AVX2 compares signed only: x < w unsigned is (x ^ 2**31) < (w ^ 2**31) signed. */
+    const __m256i bias = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i vlo = _mm256_set1_epi32((int)lo);
+    const __m256i vw = _mm256_xor_si256(_mm256_set1_epi32((int)width), bias);
+    int64_t k = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(d + i));
+        __m256i x = _mm256_xor_si256(_mm256_sub_epi32(v, vlo), bias);
+        int mask = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(vw, x)));
+        __m256i lanes = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)compress_lanes[mask]));
+        _mm256_storeu_si256((__m256i *)(out + k), _mm256_permutevar8x32_epi32(v, lanes));
+        k += __builtin_popcount((unsigned)mask);
+    }
+    for (; i < n; i++) {
+        uint32_t v = d[i];
+        out[k] = v;
+        k += v - lo < width;
+    }
+    return k;
+}
+
+__attribute__((target("avx512f")))
+static int64_t keep_avx512(const uint32_t *restrict d, int64_t n, uint32_t lo, uint32_t width, uint32_t *restrict out) {
+    const __m512i vlo = _mm512_set1_epi32((int)lo), vw = _mm512_set1_epi32((int)width);
+    int64_t k = 0, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_loadu_si512((const void *)(d + i));
+        __mmask16 mask = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(v, vlo), vw);
+        /* compress into a register, then a plain store (a compressing store is slow on some CPUs) */
+        _mm512_storeu_si512((void *)(out + k), _mm512_maskz_compress_epi32(mask, v));
+        k += __builtin_popcount((unsigned)mask);
+    }
+    for (; i < n; i++) {
+        uint32_t v = d[i];
+        out[k] = v;
+        k += v - lo < width;
+    }
+    return k;
+}
 #endif
 
 #define SUB 2048 /* float16 elements converted at a time (2 x 8 KiB on the stack, in L1) */
@@ -275,9 +377,19 @@ int gate_compare_block(int half, const void *a, const void *b, int64_t n, uint32
     uint32_t *ad = (uint32_t *)absdiff, *rd = (uint32_t *)reldiff;
     Acc acc;
     memset(&acc, 0, sizeof acc);
+    int slot[8]; /* bt[j] is counted in acc.t[slot[j]] (-1: bt[j] == 0 counts nothing) */
     if (bt != NULL) {
         acc.bracketed = 1;
-        memcpy(acc.t, bt, sizeof acc.t);
+        int used[2] = {0, 0};
+        for (int j = 0; j < 8; j++) {
+            int side = j / 4;
+            slot[j] = bt[j] ? 4 * side + used[side]++ : -1;
+            if (slot[j] >= 0) {
+                acc.t[slot[j]] = bt[j];
+            }
+        }
+        int most = used[0] > used[1] ? used[0] : used[1];
+        acc.k = most < 1 ? 1 : most;
     }
     if (half) {
         pass_half((const uint16_t *)a, (const uint16_t *)b, n, eps_bits, lo_abs, lo_rel, ad, rd, &acc);
@@ -310,7 +422,7 @@ int gate_compare_block(int half, const void *a, const void *b, int64_t n, uint32
     sums[1] = 0. + pairwise_sum(reldiff, n);
     if (bt != NULL) {
         for (int j = 0; j < 8; j++) {
-            bcounts[j] = acc.c[j];
+            bcounts[j] = slot[j] >= 0 ? acc.c[slot[j]] : 0;
         }
     }
     return 0;
@@ -326,47 +438,43 @@ void gate_convert_half(const uint16_t *h, float *out, int64_t n, int method) {
     }
 }
 
-/* The kept values of one block of an order-statistics bracket (kernels_select.Bracket): of the n
- * float32 differences d of gate_compare_block (non-negative, no NaN: their bits order as their
- * values), the `kept` elements with lo <= bits < hi (gate_compare_block counted them), copied in
- * order to out (room for n). */
-GATE_CLONES
-void gate_bracket_block(const uint32_t *restrict d, int64_t n, uint32_t lo, uint32_t hi, int64_t kept,
-                        uint32_t *restrict out) {
-    if (kept > 0) {
-        /* lo <= v < hi as one unsigned comparison (lo <= hi): the bracket sits around the wanted
-         * ranks, so v >= lo alone is a coin toss, but v inside is rare. */
-        uint32_t width = hi - lo;
-        int64_t k = 0;
-        if (kept * 64 < n) { /* few kept: groups of 16 tested at once, most hold none */
-            int64_t i = 0;
-            for (; i + 16 <= n && k < kept; i += 16) {
-                uint32_t any = 0;
-                for (int j = 0; j < 16; j++) {
-                    any |= (uint32_t)(d[i + j] - lo < width);
-                }
-                if (any) {
-                    for (int j = 0; j < 16; j++) {
-                        uint32_t v = d[i + j];
-                        if (v - lo < width) {
-                            out[k++] = v;
-                        }
-                    }
-                }
-            }
-            for (; i < n && k < kept; i++) {
-                uint32_t v = d[i];
-                if (v - lo < width) {
-                    out[k++] = v;
-                }
-            }
-        } else { /* many: a store per element, no branch to mispredict (out has room for n) */
-            for (int64_t i = 0; i < n; i++) {
-                uint32_t v = d[i];
-                out[k] = v;
-                k += v - lo < width;
-            }
-        }
+int64_t gate_bracket_block(const uint32_t *d, int64_t n, uint32_t lo, uint32_t hi, uint32_t *out, int method) {
+    uint32_t width = hi - lo;
+#if defined(GATE_X86)
+    if ((method == 0 || method == 3) && __builtin_cpu_supports("avx512f")) {
+        return keep_avx512(d, n, lo, width, out);
     }
+    if ((method == 0 || method == 2) && __builtin_cpu_supports("avx2")) {
+        return keep_avx2(d, n, lo, width, out);
+    }
+#endif
+    return keep_scalar(d, n, lo, width, out);
 }
 
+/* The elements of a and b (each n_total elements of itemsize 1, 2, 4 or 8 bytes, contiguous) at the
+ * m positions p (each in [0, n_total)) copied to sa, sb: the order-statistics sample
+ * (kernels_select.sample_positions). The positions are scattered over the whole arrays, so nearly
+ * every read is a cache miss: the loads of DIST positions ahead are prefetched to have many in
+ * flight (about 3x numpy's fancy indexing on a cold cache). */
+#define DIST 64
+#define GATHER(T)                                                                               \
+    {                                                                                           \
+        const T *x = (const T *)a, *y = (const T *)b;                                           \
+        T *ox = (T *)sa, *oy = (T *)sb;                                                         \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            if (i + DIST < m) {                                                                 \
+                __builtin_prefetch(x + p[i + DIST]);                                            \
+                __builtin_prefetch(y + p[i + DIST]);                                            \
+            }                                                                                   \
+            ox[i] = x[p[i]];                                                                    \
+            oy[i] = y[p[i]];                                                                    \
+        }                                                                                       \
+    }
+void gate_gather(int itemsize, const void *a, const void *b, const int64_t *p, int64_t m, void *sa, void *sb) {
+    switch (itemsize) {
+    case 1: GATHER(uint8_t) break;
+    case 2: GATHER(uint16_t) break;
+    case 4: GATHER(uint32_t) break;
+    default: GATHER(uint64_t) break;
+    }
+}

@@ -44,6 +44,7 @@ import math
 
 import numpy as np
 
+from gate.comparator import kernels_fused
 from gate.comparator.dtypes import cast_up
 from gate.comparator.kernels_blocks import EPSILON, SCRATCH, Block, BlockDiffs, block_sum, reference_diffs
 from gate.comparator.kernels_float16 import FLOAT16, identical_zero_count
@@ -344,7 +345,8 @@ def _sample_brackets(diffs, a, b, n, ranks):
     sample of positions; None for a difference whose sample holds NaN (its order statistics are
     NaN)."""
     positions = sample_positions(n)
-    sample_a, sample_b = _flat(a)[positions], _flat(b)[positions]
+    gathered = kernels_fused.gather(a, b, positions)
+    sample_a, sample_b = gathered if gathered is not None else (_flat(a)[positions], _flat(b)[positions])
     samples = None
     for start in range(0, positions.size, CHUNK):  # the kernel's own blocks: the same values, faster
         block = diffs(sample_a[start : start + CHUNK], sample_b[start : start + CHUNK])

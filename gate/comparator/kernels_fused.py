@@ -26,7 +26,7 @@ import numpy as np
 from gate.errors import GateError
 
 KERNEL_ENV = "ACCURACY_GATE_COMPARE_KERNEL"
-FUSED_ABI = 5  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
+FUSED_ABI = 6  # GATE_FUSED_ABI of _fused.c: the functions and arguments this module calls
 _LIB = []
 _UNUSABLE = []  # why a built library was not used
 
@@ -74,10 +74,13 @@ def _open():
     p = ctypes.c_void_p
     lib.gate_compare_block.argtypes = [ctypes.c_int, p, p, ctypes.c_int64] + [ctypes.c_uint32] * 3 + [p] * 7
     lib.gate_compare_block.restype = ctypes.c_int
-    lib.gate_bracket_block.argtypes = [p, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64, p]
-    lib.gate_bracket_block.restype = None
+    u32, i64 = ctypes.c_uint32, ctypes.c_int64
+    lib.gate_bracket_block.argtypes = [p, i64, u32, u32, p, ctypes.c_int]
+    lib.gate_bracket_block.restype = i64
     lib.gate_convert_half.argtypes = [p, p, ctypes.c_int64, ctypes.c_int]
     lib.gate_convert_half.restype = None
+    lib.gate_gather.argtypes = [ctypes.c_int, p, p, p, ctypes.c_int64, p, p]
+    lib.gate_gather.restype = None
     return lib
 
 
@@ -150,10 +153,10 @@ def compare_block(ac, bc, eps, lo_abs: int, lo_rel: int, absdiff, reldiff, u, id
     (float64[2]: ``np.add.reduce`` of absdiff and reldiff as float64). ``eps``: the float32 added
     to a zero of the reference; ``lo_abs``, ``lo_rel``: ``threshold_bits`` of atol and rtol, or
     ``NO_THRESHOLD``. ``brackets``: None, or ``(thresholds, counts)``: uint32[8] order-statistics
-    thresholds on the bits of absdiff (0-3) and reldiff (4-7), and int64[8] that receives the
-    number of elements below each (the same pass; ``bracket_block`` then only copies the kept
-    values). Returns False when a difference is NaN: then only ``u[0]``, ``u[1]`` are set and the
-    caller takes numpy's passes."""
+    thresholds on the bits of absdiff (0-3) and reldiff (4-7) (0: unused, costing nothing), and
+    int64[8] that receives the number of elements below each (the same pass; ``bracket_block``
+    then copies the kept values). Returns False when a difference is NaN: then only ``u[0]``,
+    ``u[1]`` are set and the caller takes numpy's passes."""
     status = _load().gate_compare_block(
         1 if ac.dtype.itemsize == 2 else 0,
         ac.ctypes.data,
@@ -190,9 +193,40 @@ def bits_at_or_below(x) -> int:
     return int(np.abs(x).view(np.uint32)) + 1  # -0.0 <= 0 only for zeros, as +0.0
 
 
-def bracket_block(d, low: int, high: int, kept: int, out) -> None:
+def bracket_block(d, low: int, high: int, out, method: int = 0) -> int:
     """The kept values of one block of ``kernels_select.Bracket`` by the compiled kernel: of ``d``, a
-    contiguous float32 difference of ``compare_block`` (non-negative, no NaN), the ``kept`` elements
-    with ``low <= bits < high`` (``compare_block`` counted them), copied in order to ``out`` (uint32,
-    room for ``d.size``)."""
-    _load().gate_bracket_block(d.ctypes.data, d.size, low, high, kept, out.ctypes.data)
+    contiguous float32 difference of ``compare_block`` (non-negative, no NaN), the elements with
+    ``low <= bits < high`` copied in order to ``out`` (uint32, room for ``d.size``); returns how
+    many. ``method``: 0 the fastest the CPU has; 1 scalar, 2 AVX2, 3 AVX-512 (tests)."""
+    return _load().gate_bracket_block(d.ctypes.data, d.size, low, high, out.ctypes.data, method)
+
+
+def gather(a: np.ndarray, b: np.ndarray, positions: np.ndarray):
+    """``(a.reshape(-1)[positions], b.reshape(-1)[positions])`` by the compiled kernel, or None where it
+    cannot (not built, ``a``/``b`` not contiguous or of different dtypes, not bool, integer or
+    float, itemsize not 1, 2, 4 or 8). ``positions``: int64 in ``[0, a.size)``, contiguous. The
+    same values as numpy's fancy indexing, about 3x faster on scattered positions (each read a
+    cache miss; the C loop prefetches ahead)."""
+    lib = _load()
+    itemsize = a.dtype.itemsize
+    if (
+        lib is None
+        or not (a.flags.c_contiguous and b.flags.c_contiguous)
+        or a.dtype != b.dtype
+        or a.dtype.kind not in "biuf"
+        or itemsize not in (1, 2, 4, 8)
+        or positions.dtype != np.int64
+        or not positions.flags.c_contiguous
+    ):
+        return None
+    sample_a, sample_b = np.empty(positions.size, a.dtype), np.empty(positions.size, b.dtype)
+    lib.gate_gather(
+        itemsize,
+        a.ctypes.data,
+        b.ctypes.data,
+        positions.ctypes.data,
+        positions.size,
+        sample_a.ctypes.data,
+        sample_b.ctypes.data,
+    )
+    return sample_a, sample_b
