@@ -41,11 +41,13 @@ def widened_dtype(dtype: np.dtype) -> np.dtype:
 
 def cast_up(array: np.ndarray) -> np.ndarray:
     """float16 -> float32; int8/uint8/int16/uint16 -> int32; uint32 -> int64; others unchanged
-    (Polygraphy ``comparator/util.py``); ml_dtypes types -> float32 / int32 (exact values)."""
+    (Polygraphy ``comparator/util.py``); ml_dtypes types -> float32 / int32 (exact values). Of any
+    byte order (deviation D22: Polygraphy does not recognise a non-native one)."""
     dtype = array.dtype
     widened = ML_WIDENING.get(dtype)
     if widened is not None:
         return array.astype(widened)
+    dtype = dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
     if dtype == np.float16:
         return array.astype(np.float32)
     if dtype in (np.int8, np.uint8, np.int16, np.uint16):
@@ -56,13 +58,14 @@ def cast_up(array: np.ndarray) -> np.ndarray:
 
 
 def cast_up_dtype(dtype: np.dtype) -> np.dtype:
+    dtype = dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
     if dtype == np.float16:
         return np.dtype(np.float32)
     if dtype in _NARROW_INTS:
         return np.dtype(np.int32)
     if dtype == np.uint32:
         return np.dtype(np.int64)
-    return dtype.newbyteorder("=")
+    return dtype
 
 
 def unsigned_dtype(dtype: np.dtype) -> np.dtype:
