@@ -240,12 +240,7 @@ static int64_t keep_avx2(const uint32_t *restrict d, int64_t n, uint32_t lo, uin
         _mm256_storeu_si256((__m256i *)(out + k), _mm256_permutevar8x32_epi32(v, lanes));
         k += __builtin_popcount((unsigned)mask);
     }
-    for (; i < n; i++) {
-        uint32_t v = d[i];
-        out[k] = v;
-        k += v - lo < width;
-    }
-    return k;
+    return k + keep_scalar(d + i, n - i, lo, width, out + k); /* the last few */
 }
 
 __attribute__((target("avx512f")))
@@ -259,12 +254,7 @@ static int64_t keep_avx512(const uint32_t *restrict d, int64_t n, uint32_t lo, u
         _mm512_storeu_si512((void *)(out + k), _mm512_maskz_compress_epi32(mask, v));
         k += __builtin_popcount((unsigned)mask);
     }
-    for (; i < n; i++) {
-        uint32_t v = d[i];
-        out[k] = v;
-        k += v - lo < width;
-    }
-    return k;
+    return k + keep_scalar(d + i, n - i, lo, width, out + k); /* the last few */
 }
 #endif
 
