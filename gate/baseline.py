@@ -237,10 +237,19 @@ def _more_failed(row: OutputVerdict, before) -> bool:
 
 
 def _judge_regressions(result: GateResult, margins, failed_before=None) -> None:
+    # --fail-fast stopped the run at its first failing iteration: what came after was not compared, so
+    # the baseline cannot clear that failure (a known failure there may hide a regression later).
+    stop = getattr(getattr(result, "run", None), "fail_fast_stop", None)
     for row in result.rows:
         within = row.passed
         row.within_tolerance = within
         margin = margin_for(margins, row.output)
+        if stop is not None and not within:
+            row.regressed, row.passed = True, False
+            row.regression = (
+                f"--fail-fast stopped the run at iteration {stop}; the iterations after it were not compared"
+            )
+            continue
         if not row.baseline_found:
             row.regressed = not within
             if row.regressed:

@@ -133,3 +133,24 @@ def test_shards_stopped_by_fail_fast_merge_as_a_regression(tmp_path, capsys, mon
     partials[0].write_text(json.dumps(data))
     assert cli.main(["merge", *map(str, partials), "--junit", "m.xml"]) == 2
     assert "'fail_fast_stop' must be absent: config.settings has no fail_fast" in capsys.readouterr().err
+
+
+def test_a_baseline_does_not_clear_a_run_that_fail_fast_stopped(tmp_path, capsys):
+    # Failed before: exit 0, "PASSED: 1 of 1 outputs not worse than the baseline (margin 0) over 1
+    # iterations": the first iteration's failure was known on the baseline, the 100x worse
+    # iterations after it were never compared.
+    config = identity_gate(tmp_path / "g", [X + 1] * 6, "")
+    baseline = config.parent / "base.json"
+    junit = str(config.parent / "b.xml")
+    assert cli.main(["check", str(config), "-q", "--junit", junit, "--report", str(baseline)]) == 1
+    for k in range(1, 6):
+        np.savez(config.parent / "golden" / f"{k}.npz", x_out=X + 100)
+    regression = ("--baseline", str(baseline), "--fail-on", "regression")
+    code, report = check(config, *regression)
+    assert code == 1 and report["iterations"] == 6  # without --fail-fast: the worse iterations regress
+    code, report = check(config, *regression, "--fail-fast")
+    out = capsys.readouterr().out
+    assert code == 1 and report["status"] == "regressed" and report["iterations"] == 1
+    assert "--fail-fast stopped the run at iteration 0; the iterations after it were not compared" in out
+    code, report = check(config, *regression, "--fail-fast", "--jobs", "2")  # merged shards: the same rule
+    assert code == 1 and report["status"] == "regressed"
