@@ -65,3 +65,26 @@ def test_polygraphy_does_not_compare_a_big_endian_float16_output():
             pg_struct.IterationResult(OrderedDict(y=a), runner_name="x"),
             pg_struct.IterationResult(OrderedDict(y=a.copy()), runner_name="y"),
         )
+
+
+@pytest.mark.parametrize(
+    ("dtype", "x", "y"),
+    [
+        ("i4", 2**31 - 1, -(2**31)),
+        ("i8", 2**63 - 1, -(2**63)),
+        ("u8", 0, 2**64 - 1),
+        ("u8", 2, 3),
+        ("u4", 0, 2**32 - 1),
+    ],
+)
+def test_big_endian_integers_keep_the_exact_difference(dtype, x, y):
+    """D17 in another byte order. Failed before: both sides '>i4' (or '>i8', '>u8') were subtracted in
+    the signed dtype as if widened, so INT32_MAX vs INT32_MIN had abs error 1 and passed at rtol 1e-5,
+    and '>u8' 2 vs 3 read 1.8e19."""
+    a, b = np.array([x], ">" + dtype), np.array([y], ">" + dtype)
+    func = SimpleCompareFunc(atol=0.0, rtol=1e-5, check_error_stat="max")
+    for pair in ((a, b), (a.astype("<" + dtype), b.astype("<" + dtype))):
+        result = func(
+            IterationResult({"y": pair[0]}, runner_name="a"), IterationResult({"y": pair[1]}, runner_name="b")
+        )
+        assert result["y"].max_absdiff == float(abs(x - y)) and not result["y"]

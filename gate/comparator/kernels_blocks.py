@@ -126,7 +126,8 @@ class BlockDiffs:
         if a.dtype == b.dtype and a.dtype.kind in "fiu" and a.dtype.itemsize <= 8 and a.dtype not in ML_WIDENING:
             self.mode = "float" if a.dtype.kind == "f" else "int"
             self.work = cast_up_dtype(a.dtype)
-            self.cast = self.work != a.dtype
+            self.cast = self.work != a.dtype  # widened, or in another byte order: copied to self.work
+            self.widened = self.work.itemsize > a.dtype.itemsize
             if self.mode == "int":
                 self.absdiff_dtype = unsigned_dtype(self.work)  # as abs_difference gives it
             if self.mode == "float":
@@ -240,7 +241,7 @@ class BlockDiffs:
         k = ac.size
         a_work, b_work = self._operands(ac, bc)
         absdiff = SCRATCH.get("abs", self.absdiff_dtype, k)
-        if self.cast:
+        if self.widened:
             # Widened 8/16-bit values (uint32 in int64): every difference fits the work dtype.
             signed = absdiff.view(self.work)
             np.subtract(a_work, b_work, out=signed)
