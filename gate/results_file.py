@@ -40,7 +40,15 @@ from typing import Any
 from gate.errors import GateError
 from gate.paths import read_regular, write_atomic
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict
-from gate.strict_json import element_from_json, element_json, json_int, json_number, number_from_json
+from gate.strict_json import (
+    DuplicateKey,
+    element_from_json,
+    element_json,
+    json_int,
+    json_number,
+    number_from_json,
+    unique_object,
+)
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
@@ -388,7 +396,11 @@ def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport
     if len(raw) > max_bytes:
         raise GateError(f"{source}: the results file is larger than {max_bytes} bytes; refusing to read it.")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=unique_object)
+    except DuplicateKey as err:
+        raise GateError(
+            f"{source}: the results file names {err.key!r} twice in one object; expected each once."
+        ) from None
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise GateError(f"{source}: the results file is not valid UTF-8 JSON ({type(err).__name__}).") from err
     read = _Reader(source)

@@ -12,6 +12,24 @@ from gate.errors import GateError
 from gate.paths import read_regular
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (``json.loads`` would keep the last value in silence)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def unique_object(pairs) -> dict:
+    """``object_pairs_hook`` for ``json.loads``: the object as a dict, or DuplicateKey."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def json_number(value) -> float | str | None:
     """A float for strict JSON: itself (``repr`` round-trips exactly), or ``"NaN"`` / ``"Infinity"`` /
     ``"-Infinity"``, or None. Shared by the results file and the partial-result file."""
@@ -114,7 +132,9 @@ def load_json(path, what: str) -> dict:
     except OSError as err:
         raise GateError(f"{source}: cannot read the {what} ({err.strerror or err}).") from err
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=unique_object)
+    except DuplicateKey as err:
+        raise GateError(f"{source}: the {what} names {err.key!r} twice in one object; expected each once.") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         detail = (
             f"line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else type(err).__name__

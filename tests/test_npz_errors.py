@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import warnings
 import zipfile
 
 import numpy as np
@@ -30,6 +31,14 @@ def _zip(path, members: dict) -> None:
             archive.writestr(name, data)
 
 
+def _zip_twice(path, name: str, first: bytes, second: bytes, compression=zipfile.ZIP_STORED) -> None:
+    """An archive holding ``name`` twice (zipfile allows it, with a warning; numpy.load keeps one)."""
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w", compression) as archive:
+        warnings.simplefilter("ignore")
+        archive.writestr(name, first)
+        archive.writestr(name, second)
+
+
 CASES = {
     "random bytes": (lambda p, good: p.write_bytes(os.urandom(300)), "it does not start as a zip archive"),
     "truncated zip": (
@@ -49,6 +58,17 @@ CASES = {
     "a pickled object array": (
         lambda p, good: _zip(p, {f"{OUT}.npy": _npy(np.array([{"a": 1}], dtype=object), allow_pickle=True)}),
         "it holds pickled Python objects, an object array",
+    ),
+    # Failed before: exit 0, the second (good) copy read in silence; the other order exit 1.
+    "a member stored twice": (
+        lambda p, good: _zip_twice(p, f"{OUT}.npy", _npy(np.full((1, 2), 9, np.float32)), _npy(np.load(p)[OUT])),
+        f"its member '{OUT}.npy' is stored twice; expected each array once",
+    ),
+    "a member stored twice, compressed": (
+        lambda p, good: _zip_twice(
+            p, f"{OUT}.npy", _npy(np.full((1, 2), 9, np.float32)), _npy(np.load(p)[OUT]), zipfile.ZIP_DEFLATED
+        ),
+        f"its member '{OUT}.npy' is stored twice; expected each array once",
     ),
     "a member that is no .npy": (
         lambda p, good: _zip(p, {f"{OUT}.npy": b"garbage"}),

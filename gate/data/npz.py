@@ -65,6 +65,7 @@ def read_npz(path: Path) -> OrderedDict:
         NotAnNpzArchive: the file is empty, does not start as a zip archive (``numpy.load`` would
             try it as a pickle, or read a lone ``.npy`` array), or has a member not named ``*.npy``
             (``numpy.load`` would return its raw bytes).
+        ValueError: a member name stored twice (``numpy.load`` would keep one in silence).
         zipfile.BadZipFile, ValueError, OSError, EOFError: whatever else makes the file unreadable (a
             bad archive, a CRC-32 mismatch, a truncated member, an object array, a compressed member
             over its shape or the inflation limit), as ``numpy.load`` raises them; the caller turns
@@ -83,9 +84,13 @@ def read_npz(path: Path) -> OrderedDict:
             raise NotAnNpzArchive("it does not start as a zip archive")
         f.seek(0)
         with zipfile.ZipFile(f) as archive:
-            stray = next((name for name in archive.namelist() if not name.endswith(".npy")), None)
+            names = archive.namelist()
+        stray = next((name for name in names if not name.endswith(".npy")), None)
         if stray is not None:
             raise NotAnNpzArchive(f"its member {stray!r} is not a .npy array")
+        if len(set(names)) < len(names):  # numpy.load would keep one of them in silence
+            twice = next(name for name in names if names.count(name) > 1)
+            raise ValueError(f"its member {twice!r} is stored twice; expected each array once")
         arrays = _read_stored(f)
         if arrays is not None:
             return arrays
