@@ -94,7 +94,7 @@ def _float16_converter(precision: str, given: str) -> dict:
     return {
         "name": "onnxconverter_common.float16",
         "version": onnxconverter_common.__version__,
-        "settings": {"to": "float16", "keep_io_types": True},
+        "settings": {"to": "float16", "keep_io_types": True, "graph_outputs_apart": True},
     }
 
 
@@ -170,9 +170,39 @@ def _convert(model_path: Path, precision: str, conv: dict):
     from onnxconverter_common import float16
 
     model = onnx.load(str(model_path))
+    _graph_outputs_apart(model.graph)
     with warnings.catch_warnings():  # it warns for every constant it clamps into float16's range
         warnings.simplefilter("ignore")
         return float16.convert_float_to_float16(model, keep_io_types=True)
+
+
+def _graph_outputs_apart(graph) -> None:
+    """A graph output that other nodes also read gets its own Identity node (``t`` becomes
+    ``t.gate_internal`` for the producer and the readers, and ``Identity(t.gate_internal) -> t``):
+    onnxconverter-common's ``keep_io_types`` casts such an output back to float32 but leaves its
+    readers declared float16 (ONNX Runtime then refuses the model: "Type (tensor(float16)) of output
+    arg ... does not match expected type (tensor(float))"). Only top-level readers are renamed, so a
+    graph whose subgraphs (If, Loop, Scan bodies) read such an output is left as it is."""
+    from onnx import helper
+
+    produced = {name for node in graph.node for name in node.output}  # (not an input or initializer)
+    read = {name for node in graph.node for name in node.input} & {o.name for o in graph.output} & produced
+    if not read or any(attr.g.node or attr.graphs for node in graph.node for attr in node.attribute):
+        return
+    taken = {name for node in graph.node for name in (*node.input, *node.output)}
+    renamed = {}
+    for name in sorted(read):
+        new = f"{name}.gate_internal"
+        while new in taken:
+            new += "_"
+        renamed[name] = new
+    for node in graph.node:
+        node.output[:] = [renamed.get(name, name) for name in node.output]
+        node.input[:] = [renamed.get(name, name) for name in node.input]
+    for info in graph.value_info:
+        info.name = renamed.get(info.name, info.name)
+    for name, new in renamed.items():
+        graph.node.append(helper.make_node("Identity", [new], [name], name=f"{name}.gate_output"))
 
 
 def describe(precision: str, conv: dict) -> str:
