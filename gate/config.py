@@ -368,13 +368,18 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     base = path.resolve().parent
     paths = ("model", "inputs", "golden", "labels")
     settings = {key: base / value if key in paths else value for key, value in flat.items()}
+    if isinstance(settings.get("trt"), dict) and isinstance(settings["trt"].get("cache_dir"), str):
+        settings["trt"] = {**settings["trt"], "cache_dir": str(base / settings["trt"]["cache_dir"])}  # as the others
     for key, value in overrides.items():
         if key in ("model", "inputs", "golden", "junit", "labels"):
             value = Path(value).resolve()
         elif key in PER_OUTPUT and key in settings:
             value = merge_per_output(settings[key], value)
         elif key == "trt":
-            value = {**settings.get("trt", {}), **{k: v for k, v in value.items() if v is not None}}
+            given = {k: v for k, v in value.items() if v is not None}
+            if isinstance(given.get("cache_dir"), str):  # --engine-cache: relative to the working directory
+                given["cache_dir"] = str(Path(given["cache_dir"]).resolve())
+            value = {**settings.get("trt", {}), **given}
         elif key == "provider_options":
             value = merge_provider_options(settings.get(key, {}), value)
         settings[key] = value

@@ -70,3 +70,22 @@ def test_a_model_without_such_outputs_is_converted_as_before(tmp_path):
     onnx.save(model, str(path))
     converted, _ = convert_model(path, "fp16", tmp_path / "cache")
     assert not [n for n in onnx.load(str(converted)).graph.node if n.name.endswith(".gate_output")]
+
+
+def test_gate_toml_cache_dir_is_relative_to_its_folder(example, tmp_path):
+    """``[trt] cache_dir`` in gate.toml, as its other paths, is relative to gate.toml's folder; the
+    ``--engine-cache`` flag to the working directory. Failed before: run from another folder, the
+    converted model went to ``<working directory>/cache``."""
+    from conftest import run_cli
+
+    cfg = example / "gate.toml"
+    cfg.write_text(cfg.read_text() + '\n[trt]\ncache_dir = "cache"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    junit = ("--junit", example / "j.xml")
+    proc = run_cli("check", cfg, "--preview-precision", "fp16", *junit, cwd=elsewhere)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert list((example / "cache" / "converted").glob("*.onnx")) and not (elsewhere / "cache").exists()
+    proc = run_cli("check", cfg, "--preview-precision", "fp16", "--engine-cache", "flagged", *junit, cwd=example)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert list((example / "flagged" / "converted").glob("*.onnx"))
