@@ -96,10 +96,22 @@ def _shard_process(cfg, index: int, count: int, path: str, error_path: str) -> N
         raise
 
 
+def _stored_iterations(cfg) -> int | None:
+    """How many stored inputs ``cfg`` has, or None where they cannot be read (the shards then say why)."""
+    from gate.data import open_tensor_set
+    from gate.data.onnx_model import model_io
+
+    try:
+        input_names, _, _, types = model_io(cfg.model)
+        return len(open_tensor_set(cfg.inputs, "input", input_names, None, types))
+    except (GateError, OSError):
+        return None
+
+
 def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = None):
     """Runs ``cfg``'s check as ``n`` shards in ``n`` processes at once, one per entry of ``devices``
-    (each with ``CUDA_VISIBLE_DEVICES`` set to it) or ``jobs`` of them on the CPU, and merges them
-    (``gate.merge.merge_runs``).
+    (each with ``CUDA_VISIBLE_DEVICES`` set to it) or ``jobs`` of them on the CPU (at most one per
+    stored iteration), and merges them (``gate.merge.merge_runs``).
 
     Returns:
         The merged ``gate.results.GateResult`` (``result.run`` is the merged run).
@@ -125,6 +137,10 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
     count = len(devices) if devices is not None else int(jobs)
     if count < 1:
         raise GateError(f"--jobs must be at least 1, got {jobs}.")
+    capped = ""
+    total = _stored_iterations(cfg) if devices is None else None
+    if total is not None and 0 < total < count:  # e.g. --jobs $(nproc) on a small golden set
+        capped, count = f" (--jobs {count}, at most one per iteration)", total
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="accuracy-gate-shards-") as folder:
         processes = []
@@ -159,7 +175,7 @@ def check_parallel(cfg, devices: list[str] | None = None, jobs: int | None = Non
             runs.append((path, read_partial(path)))
         run = merge_runs(runs)
     stops = run.scope.partition("; ")[2]  # where --fail-fast stopped shards (gate.merge.merge_runs), or ""
-    run.scope = f"{count} shard{'s' if count > 1 else ''} in parallel" + (
+    run.scope = f"{count} shard{'s' if count > 1 else ''} in parallel{capped}" + (
         f" on devices {','.join(devices)}" if devices is not None else ""
     )
     run.scope += f"; {stops}" if stops else ""
