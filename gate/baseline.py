@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gate.errors import GateError
 from gate.per_output import output_lineage, value_for_output
-from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, fmt
+from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict, fmt, fmt_threshold
 
 FAIL_ON = ("threshold", "regression")
 
@@ -197,10 +197,12 @@ def apply_baseline(result: GateResult, baseline: Baseline, fail_on: str = "thres
             continue
         if base.error or base.stat is None:
             continue
-        if (base.stat, base.averaged) != (row.stat, row.averaged):
+        other_quantile = None not in (base.quantile, row.quantile) and base.quantile != row.quantile
+        if (base.stat, base.averaged) != (row.stat, row.averaged) or other_quantile:
 
-            def what(r):
-                return f"{r.stat}{' averaged over iterations' if r.averaged else ''}"
+            def what(r, other_quantile=other_quantile):
+                q = f" {fmt_threshold(r.quantile)}" if other_quantile else ""
+                return f"{r.stat}{q}{' averaged over iterations' if r.averaged else ''}"
 
             raise GateError(
                 f"{baseline.source}: output '{row.output}' is checked with {what(base)} on the baseline but "

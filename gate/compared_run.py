@@ -14,6 +14,7 @@ from gate.backend.gpu_facts import precision_note
 from gate.comparator.struct import AccuracyResult
 from gate.compare_funcs import compare_settings, func_rows, judge_rows
 from gate.paths import open_regular
+from gate.per_output import value_for_output
 from gate.results import ERROR, GateResult, finish_rows, gate_result, mark_stopping_output, verdicts
 from gate.shards import Shard
 
@@ -160,6 +161,9 @@ def result_of(run: ComparedRun, where=None) -> GateResult:
     order = {key: n for n, key in reversed(list(enumerate((row.pair, row.output) for row in rows)))}
     rows.sort(key=lambda row: order[(row.pair, row.output)])  # an output's functions together, simple first
     judge_rows(rows, run.settings)
+    for row in rows:  # which quantile a "quantile" row checked, for every report and the results file
+        if row.stat == "quantile" and row.func == "simple":
+            row.quantile = float(value_for_output(run.settings.get("error_quantile", 0.99), row.output, 0.99))
     if run.settings.get("fail_fast") or run.fail_fast_stop is not None:  # the first failing judging comparison
         # stopped the run: it regressed, whatever max_failed_iterations allows
         for row in rows:

@@ -37,6 +37,7 @@ class OutputVerdict:
     output: str
     passed: bool
     stat: str | None = None
+    quantile: float | None = None  # stat "quantile": which one (error_quantile), shown beside it
     atol: float | None = None
     rtol: float | None = None
     abs_value: float | None = None

@@ -76,6 +76,7 @@ def _row(row: OutputVerdict) -> dict[str, Any]:
         "output": str(row.output),
         "passed": bool(row.passed),
         "stat": row.stat,
+        **({"quantile": json_number(row.quantile)} if row.quantile is not None else {}),
         "atol": json_number(row.atol),
         "rtol": json_number(row.rtol),
         "abs_value": json_number(row.abs_value),
@@ -306,6 +307,7 @@ class _Reader:
             output=self.text(data, "output", MAX_NAME, f"{where}.output"),
             passed=self.boolean(data, "passed", f"{where}.passed"),
             stat=self.pattern(data, "stat", _STAT, f"{where}.stat", "a statistic's name"),
+            quantile=self.number(data, "quantile", f"{where}.quantile"),  # (files before it: None)
             atol=self.number(data, "atol", f"{where}.atol"),
             rtol=self.number(data, "rtol", f"{where}.rtol"),
             abs_value=self.number(data, "abs_value", f"{where}.abs_value"),

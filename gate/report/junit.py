@@ -68,7 +68,9 @@ def build_suites(result: GateResult) -> list[TestSuite]:
             classname=f"accuracy-gate.{pair}",
             elapsed_sec=row.time_s or 0.0,
             stdout=_clean(
-                f"stat={row.stat} atol={fmt_threshold(row.atol)} rtol={fmt_threshold(row.rtol)} "
+                f"stat={row.stat}"
+                + ("" if row.quantile is None else f" quantile={fmt_threshold(row.quantile)}")
+                + f" atol={fmt_threshold(row.atol)} rtol={fmt_threshold(row.rtol)} "
                 f"abs={fmt_func_value(row.func, row.abs_value)} "
                 f"rel={fmt(row.rel_value)} iterations={row.iterations} failed_iterations={row.failed_iterations}"
                 + _baseline_text(row, result)

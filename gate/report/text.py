@@ -83,7 +83,7 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
         if row.error:
             cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
         else:
-            stat = row.stat
+            stat = row.stat if row.quantile is None else f"{row.stat} {fmt_threshold(row.quantile)}"
             stat = f"{stat} (avg)" if row.averaged and row.func != "task" else stat
             failed = "-" if row.averaged else f"{row.failed_iterations}/{row.iterations}"
             if row.allowed_failures and not row.averaged:
