@@ -290,6 +290,17 @@ def _read_output(read: _Reader, data, where) -> tuple[str, list[tuple[int, Outpu
             **{metric: read.number(col[metric][j], f"{spot}.{metric}") for metric in METRIC_FIELDS},
             time_s=read.number(times[j], f"{spot}.time_s"),
         )
+        if passed is not None and error is None and t is not None:  # the verdict its own numbers give
+            stat = thresholds[t].check_error_stat
+            if stat == "elemwise" and not thresholds[t].exact:
+                contradicts = passed and bool(result.mismatch_count)
+            else:
+                try:
+                    contradicts = thresholds[t].passed(result) != passed
+                except (GateError, TypeError, ValueError):  # statistics it cannot re-judge (strings)
+                    contradicts = False
+            if contradicts:
+                raise read.fail(f"{spot}.passed", f"{not passed}, as its statistics give it (the file was edited)")
         samples.append((index, result))
     return name, samples
 
@@ -373,6 +384,10 @@ def read_partial(path, data: dict | None = None) -> ComparedRun:
                 if index not in position:
                     raise read.fail(f"pairs[{p}].outputs[{o}].index", "indices listed in iterations.index")
                 iterations[position[index]][name] = result
+        empty = next((index for index, outputs in zip(indices, iterations) if not outputs), None)
+        if empty is not None and not data.get("funcs"):  # zero outputs compared is never a pass (README D7)
+            # (with compare_func naming other functions only, their results are under "funcs")
+            raise read.fail(f"pairs[{p}].outputs", f"the outputs compared in iteration {empty}, at least one")
         accuracy[runners] = iterations
     facts = read.get(data, "facts", "facts", dict, "an object")
     duration = read.number(data.get("duration_s"), "duration_s") or 0.0

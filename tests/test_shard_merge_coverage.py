@@ -73,3 +73,41 @@ def test_a_shard_holding_no_iteration_at_all_does_not_merge(gate_dir, tmp_path):
         drop_iteration(paths[1], index)
     with pytest.raises(GateError, match=r"shard 2/2 lacks 5 of its 5 iterations"):
         merge_files(paths)
+
+
+def _failing_shards(gate_dir, tmp_path):
+    """Two shards' partial files under a max check whose tolerance one iteration exceeds; returns the
+    paths and that iteration."""
+    probe = check(config_of(gate_dir, ["--check-error-stat", "max", "--atol", "1", "--rtol", "0"]))
+    worst = {}
+    for iterations in probe.run.accuracy.values():
+        for index, outputs in zip(probe.run.indices, iterations):
+            worst[index] = max([result.max_absdiff for result in outputs.values()] + [worst.get(index, 0.0)])
+    ranked = sorted(worst, key=worst.get)
+    atol = (worst[ranked[-1]] + worst[ranked[-2]]) / 2
+    cfg = config_of(gate_dir, ["--check-error-stat", "max", "--atol", repr(atol), "--rtol", "0"])
+    results = [check(cfg, Shard(i, 2), partial=True) for i in (1, 2)]
+    return [write_partial(r.run, tmp_path / f"{i}.json") for i, r in enumerate(results, 1)], ranked[-1]
+
+
+def test_a_partial_whose_verdict_contradicts_its_numbers_does_not_merge(gate_dir, tmp_path, capsys):
+    # Failed before: the failing iteration's "passed" set to true by hand merged to a pass (exit 0).
+    paths, worst = _failing_shards(gate_dir, tmp_path)
+    path = paths[worst % 2]
+    data = json.loads(path.read_text())
+    for output in data["pairs"][0]["outputs"]:
+        output["passed"] = [True] * len(output["passed"])
+    path.write_text(json.dumps(data))
+    err = merge_error(capsys, *paths)
+    assert f"[{worst}].passed' must be False, as its statistics give it (the file was edited)" in err
+
+
+def test_a_partial_whose_outputs_were_emptied_does_not_merge(gate_dir, tmp_path, capsys):
+    # Failed before: the failing shard's outputs list emptied by hand merged to a pass over all iterations.
+    paths, worst = _failing_shards(gate_dir, tmp_path)
+    path = paths[worst % 2]
+    data = json.loads(path.read_text())
+    data["pairs"][0]["outputs"] = []
+    path.write_text(json.dumps(data))
+    err = merge_error(capsys, *paths)
+    assert "'pairs[0].outputs' must be the outputs compared in iteration" in err
