@@ -143,6 +143,10 @@ def check_compare_settings(settings: dict, subject, check_average: bool = False)
         for output, value in _entries(setting(settings, key)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise GateError(f"{subject(key, output)}: must be a finite number, got {value!r}{_of(output)}.")
+    for key in ("l2_threshold", "mse_threshold", "tie_atol"):  # distances are >= 0: a negative bound never passes
+        for output, value in _entries(setting(settings, key)):
+            if value < 0:
+                raise GateError(f"{subject(key, output)}: must be a number >= 0, got {value!r}{_of(output)}.")
     for output, value in _entries(setting(settings, "cosine_similarity_threshold")):
         if not -1 <= value <= 1:  # a cosine similarity lies in [-1, 1]: any other minimum never passes
             raise GateError(f"{subject('cosine_similarity_threshold', output)}: must be from -1 to 1 (a cosine "

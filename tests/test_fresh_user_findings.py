@@ -15,7 +15,7 @@ from conftest import run_cli
     [
         (("--check-error-stat", "quantile", "--error-quantile", "2"),
          "--error-quantile: must be a quantile from 0 to 1"),
-        (("--error-quantile", "-0.5"), "--error-quantile must be a non-negative finite number, got -0.5"),
+        (("--error-quantile", "-0.5"), "--error-quantile: must be a quantile from 0 to 1, got -0.5"),
         (("--compare-func", "cosine", "--cosine-similarity-threshold", "2"),
          "--cosine-similarity-threshold: must be from -1 to 1 (a cosine similarity), got 2.0"),
     ],
