@@ -17,6 +17,8 @@ so ``check`` and ``merge`` judge the same comparisons alike.
 from __future__ import annotations
 
 import math
+import re
+from fractions import Fraction
 from pathlib import Path
 
 from gate.comparator.compare import value_or_from_dict
@@ -68,6 +70,10 @@ def _entries(value):
     return list(value.items()) if isinstance(value, dict) else [("", value)]
 
 
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
+
+
 def parse_count(value, subject: str):
     """``max_failed_iterations``'s value: an integer >= 0, or a share ``"P%"`` (0 <= P <= 100); returns
     the int or the share as a float fraction of 1 (``"0.5%"`` -> 0.005).
@@ -76,17 +82,17 @@ def parse_count(value, subject: str):
         GateError: anything else, naming ``subject``.
     """
     if isinstance(value, str) and value.strip().endswith("%"):
-        try:
-            share = float(value.strip()[:-1])
-        except ValueError:
-            share = math.nan
+        digits = value.strip()[:-1].strip()
+        if not _DECIMAL.fullmatch(digits):  # ASCII digits only (float() also reads "٣٤", "1_0", "nan")
+            raise GateError(f"{subject}: expected a count >= 0 or a share such as '0.5%', got {value!r}.")
+        share = float(digits)
         if not 0 <= share <= 100:
             raise GateError(f"{subject}: a share must be 0% to 100%, got {value!r}.")
         return share / 100
-    try:
-        count = int(value) if not isinstance(value, (bool, float)) else None
-    except ValueError:
-        count = None
+    if isinstance(value, str):
+        count = int(value) if _DIGITS.fullmatch(value.strip()) else None  # (int() also reads "1_0", "１")
+    else:
+        count = int(value) if isinstance(value, int) and not isinstance(value, bool) else None
     if count is None or count < 0:
         raise GateError(f"{subject}: expected a count >= 0 or a share such as '0.5%', got {value!r}.")
     return count
@@ -95,8 +101,8 @@ def parse_count(value, subject: str):
 def allowed_failures(value, iterations: int) -> int:
     """How many of ``iterations`` may fail: a count as it is, a share of them rounded down."""
     parsed = parse_count(value, "max_failed_iterations")
-    if isinstance(parsed, float):
-        return math.floor(parsed * iterations + 1e-9)
+    if isinstance(parsed, float):  # exactly, from the decimal text: 33.333333333333333% of 3 is 0, not 1
+        return math.floor(Fraction(value.strip()[:-1].strip()) * iterations / 100)
     return parsed
 
 

@@ -84,7 +84,11 @@ def _float(raw):
 
 
 def _count(raw):
-    return raw if raw.strip().endswith("%") else int(raw)
+    if raw.strip().endswith("%"):
+        return raw  # read by gate.compare_funcs.parse_count
+    if not raw.strip().isascii() or not raw.strip().isdigit():  # int() also reads "1_0" and "１"
+        raise ValueError(raw)
+    return int(raw)
 
 
 _COMPARE_FUNC_CASTS = {PER_OUTPUT_INT: int, PER_OUTPUT_FUNCS: str, PER_OUTPUT_COUNT: _count}
