@@ -35,14 +35,25 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         command = self.prog.removeprefix("accuracy-gate").strip()
+        missing = message.rpartition("the following arguments are required: ")[2]
+        words = [arg for arg in _Parser.argv[1:] if not arg.startswith("-")]
+        if missing in ("config", "model") and words:  # eaten by a flag that takes several values
+            example = f"accuracy-gate {command} {'gate.toml' if missing == 'config' else 'model.onnx'} --atol 1e-3"
+            message += (
+                "; flags that take several values (--atol, --runners, ...) also take the words after them, "
+                f"so give {missing.upper()} first, e.g. {example}"
+            )
         self.exit(
             EXIT_ERROR,
             f"accuracy-gate: error: {command + ': ' if command else ''}{message} (see '{self.prog} --help').\n",
         )
 
+    argv: list = []  # the arguments being parsed (for error's hint)
+
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown flag is the subcommand's error, pointing at its own help."""
         argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
+        _Parser.argv = argv
         first = argv[0].split("=", 1)[0] if argv else ""
         if first.startswith("--") and first not in self._option_string_actions:  # before the subcommand
             self.error(f"unrecognized arguments: {argv[0]}{self.abbreviation_hint(argv[:1])}")
