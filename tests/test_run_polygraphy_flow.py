@@ -290,13 +290,13 @@ def test_the_failure_report_has_polygraphys_statistics_and_q_keeps_one_line_per_
     theirs, ours = _same_verdict(model, tmp_path, args, 1)
     for kind, label in (("Absolute", "abs error"), ("Relative", "rel error")):
         stats = _polygraphy_stats(theirs.stdout, kind)
-        line = next(line for line in ours.stdout.splitlines() if line.startswith(f"    {label}: mean "))
+        line = next(line for line in ours.stdout.splitlines() if line.startswith(f"    {label} in iteration 0: mean "))
         assert line == (
-            f"    {label}: mean {stats['mean']}, median {stats['median']}, max {stats['max'].rstrip('0')}, "
-            f"std {stats['std-dev']}"
+            f"    {label} in iteration 0: mean {stats['mean']}, median {stats['median']}, "
+            f"max {stats['max'].rstrip('0')}, std {stats['std-dev']}"
         )
     assert "minimum tolerance to pass (elemwise): atol >= 0.90298 or rtol >= 4804.8" in ours.stdout
-    assert "out of tolerance: 32 of 32 elements (100%)" in ours.stdout
+    assert "out of tolerance in iteration 0: 32 of 32 elements (100%)" in ours.stdout
     assert "element [0, 1, 1, 1] (onnxrt 0.0652865 vs golden 0.9682616, abs error 0.90298" in ours.stdout
     bars = [line for line in ours.stdout.splitlines() if line.startswith("      [")]
     assert len(bars) == 10 and sum(int(line.split("]")[1].split()[0]) for line in bars) == 32

@@ -98,11 +98,14 @@ def render_row(row: OutputVerdict) -> list[str]:
     if row.error or row.abs_value is None or row.func != "simple":  # a compare function has no atol/rtol
         return lines
     lines.append(minimum_tolerance(row))
+    # The lines below describe one iteration, the worst (its rel error may be below the worst rel error
+    # of another iteration, named in the verdict line).
+    at = "" if row.worst_iteration is None else f" in iteration {row.worst_iteration}"
     if row.mismatch_count is not None and row.num_elements:
         share = 100.0 * row.mismatch_count / row.num_elements
-        lines.append(f"    out of tolerance: {row.mismatch_count} of {row.num_elements} elements ({share:.3g}%)")
+        lines.append(f"    out of tolerance{at}: {row.mismatch_count} of {row.num_elements} elements ({share:.3g}%)")
     if row.details:
-        lines += [_stats_line("abs error", row.details["abs"]), _stats_line("rel error", row.details["rel"])]
+        lines += [_stats_line(f"abs error{at}", row.details["abs"]), _stats_line(f"rel error{at}", row.details["rel"])]
         lines += _histogram(row.details["histogram"])
     return lines
 
