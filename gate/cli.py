@@ -259,6 +259,10 @@ def _finish(outcome, verbose: bool, quiet: bool = False) -> int:
         return 0
     if outcome.partial is not None:
         print(f"partial result file: {outcome.partial}")
+    for what in ("inputs", "outputs"):  # run --save-inputs / --save-outputs (Polygraphy JSON)
+        saved = getattr(request.run, f"save_{what}", None) if request.run is not None else None
+        if saved is not None and Path(saved).is_file():
+            print(f"saved {what}: {saved}")
     if not nothing_ran(result):  # else the error line below is all there is to say
         print(render_text(result, details=not quiet and (verbose or result.status == "regressed")))
     if result.status == "error":

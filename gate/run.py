@@ -33,13 +33,15 @@ from gate.results import GateResult
 
 def synthetic_loader(model_path: Path, iterations: int, seed: int, val_range, input_shapes) -> DataLoader:
     """Polygraphy's seeded synthetic inputs for the model's graph inputs."""
-    return DataLoader(
+    loader = DataLoader(
         seed=seed,
         iterations=iterations,
         input_metadata=model_input_metadata(model_path),
         val_range=val_range,
         input_shapes=input_shapes,
     )
+    loader.shapes_option = "--input-shapes"  # its messages name the flag
+    return loader
 
 
 def synthesize_inputs(model_path: Path, folder: Path, iterations: int, seed: int, val_range, input_shapes) -> Path:

@@ -166,6 +166,8 @@ class DataLoader:
             that cannot be generated, or a range that does not fit an integer or bool input.
     """
 
+    shapes_option = "input_shapes"  # how messages name the user shapes (the CLI: its flag)
+
     def __init__(
         self,
         seed=None,
@@ -291,7 +293,7 @@ class DataLoader:
                 matched[name] = shape
         if unmatched:
             raise GateError(
-                f"input_shapes names {unmatched} match no model input; the model's inputs are {list(names)}."
+                f"{self.shapes_option} names {unmatched} match no model input; the model's inputs are {list(names)}."
             )
         return matched
 
@@ -372,8 +374,8 @@ class DataLoader:
                 shape_tensor = self._is_shape_tensor(dtype, shape, user_shape)
                 if not shape_tensor and not is_valid_shape_override(user_shape, shape):
                     raise GateError(
-                        f"input_shapes gives input '{name}' the shape {_format_shape(user_shape)}, which does not fit "
-                        f"its model shape {_format_shape(shape)} (same rank and equal static dims expected)."
+                        f"{self.shapes_option} gives input '{name}' the shape {_format_shape(user_shape)}, which does "
+                        f"not fit its model shape {_format_shape(shape)} (same rank and equal static dims expected)."
                     )
                 shape = user_shape
             elif shape is not None and any(is_dynamic_dim(d) for d in shape) and bounds != (None, None):
@@ -412,13 +414,14 @@ class DataLoader:
             array = np.array(values, dtype=dtype)
         except OverflowError:
             raise GateError(
-                f"input_shapes gives shape-tensor input '{name}' the values {list(values)}, which do not fit its "
-                f"dtype {dtype}."
+                f"{self.shapes_option} gives shape-tensor input '{name}' the values {list(values)}, which do not "
+                f"fit its dtype {dtype}."
             ) from None
         self._warn_once(
             ("shape tensor", name),
-            "Input '%s' looks like a shape tensor (static 1-D integer); its values are set to input_shapes' %s.",
+            "Input '%s' looks like a shape tensor (static 1-D integer); its values are set to %s' %s.",
             name,
+            self.shapes_option,
             list(values),
             level=logging.INFO,
         )
@@ -426,19 +429,20 @@ class DataLoader:
 
     def _static_shape(self, name, shape):
         if shape is None:
-            raise GateError(f"Input '{name}' has an unknown rank; give its shape in input_shapes.")
+            raise GateError(f"Input '{name}' has an unknown rank; give its shape in {self.shapes_option}.")
         static = []
         for axis, dim in enumerate(shape):
             if is_dynamic_dim(dim):
                 self._warn_once(
                     ("dynamic dim", name, axis),
                     "Input '%s' %s: dim %d (%r) is dynamic; generating data with size %d there "
-                    "(set input_shapes to choose).",
+                    "(set %s to choose).",
                     name,
                     _format_shape(shape),
                     axis,
                     dim,
                     DEFAULT_SHAPE_VALUE,
+                    self.shapes_option,
                 )
                 dim = DEFAULT_SHAPE_VALUE
             static.append(dim)
