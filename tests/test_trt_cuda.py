@@ -185,3 +185,16 @@ def test_calibration_feed_puts_each_stored_input_on_the_gpu(tmp_path):
     feed.free()
     with pytest.raises(GateError, match=r"INT8 calibration input 0 lacks \['y'\]"):
         CalibrationFeed(data).next_batch(["y"])
+
+
+@pytest.mark.skipif(gpu_visible(), reason="a GPU is visible here: the no-GPU message cannot be seen")
+def test_probe_outside_a_container_does_not_blame_one(monkeypatch):
+    # Failed before: "the container was probably started without --gpus" on any machine without a GPU.
+    from gate.backend.trt import probe
+
+    monkeypatch.setattr(probe, "_CONTAINER_MARKS", ())
+    with pytest.raises(GateError) as caught:
+        probe_gpu()
+    message = str(caught.value)
+    assert "No NVIDIA GPU is visible" in message and "container" not in message
+    assert "TensorRT needs an NVIDIA GPU and its driver, and this machine shows none" in message

@@ -15,10 +15,21 @@ from dataclasses import dataclass
 
 from gate.errors import GateError
 
-_NO_GPU_HINT = (
+_CONTAINER_HINT = (
     "the container was probably started without --gpus (use `docker run --gpus all ...`, or a GPU runner "
     "with the NVIDIA container toolkit); TensorRT needs an NVIDIA GPU"
 )
+_MACHINE_HINT = (
+    "TensorRT needs an NVIDIA GPU and its driver, and this machine shows none (run on a GPU machine or "
+    "runner, or compare with ONNX Runtime alone)"
+)
+_CONTAINER_MARKS = ("/.dockerenv", "/run/.containerenv")  # Docker's and Podman's
+
+
+def _no_gpu_hint() -> str:
+    """Why no GPU is seen, as far as can be told: a container started without its GPUs, or a machine
+    without any."""
+    return _CONTAINER_HINT if any(os.path.exists(mark) for mark in _CONTAINER_MARKS) else _MACHINE_HINT
 _DRIVER_NAMES = ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so")
 _ATTR_CC_MAJOR = 75  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 _ATTR_CC_MINOR = 76
@@ -71,26 +82,28 @@ def probe_gpu(device: int = 0, flavour: str | None = None) -> GpuInfo:
         GpuInfo.
 
     Raises:
-        GateError: one line: no NVIDIA driver library or no GPU visible (saying the container was
-            probably started without ``--gpus``); ``device`` out of range; the driver too old; a
+        GateError: one line: no NVIDIA driver library or no GPU visible (in a container: saying it
+            was probably started without ``--gpus``); ``device`` out of range; the driver too old; a
             compute capability the flavour cannot run on.
     """
     lib = _load_driver()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if lib is None:
-        raise GateError(f"No NVIDIA GPU is visible (the CUDA driver library libcuda cannot be loaded): {_NO_GPU_HINT}.")
+        raise GateError(
+            f"No NVIDIA GPU is visible (the CUDA driver library libcuda cannot be loaded): {_no_gpu_hint()}."
+        )
     code = lib.cuInit(0)
     if code == 100:  # CUDA_ERROR_NO_DEVICE
         where = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
-        raise GateError(f"No NVIDIA GPU is visible{where}: {_NO_GPU_HINT}.")
+        raise GateError(f"No NVIDIA GPU is visible{where}: {_no_gpu_hint()}.")
     if code == 35:  # CUDA_ERROR_INSUFFICIENT_DRIVER / stub driver without a kernel module
-        raise GateError(f"The NVIDIA driver is not usable (CUDA_ERROR_INSUFFICIENT_DRIVER): {_NO_GPU_HINT}.")
+        raise GateError(f"The NVIDIA driver is not usable (CUDA_ERROR_INSUFFICIENT_DRIVER): {_no_gpu_hint()}.")
     if code != 0:
-        raise GateError(f"The CUDA driver failed to start ({_error_name(lib, code)}): {_NO_GPU_HINT}.")
+        raise GateError(f"The CUDA driver failed to start ({_error_name(lib, code)}): {_no_gpu_hint()}.")
     count = ctypes.c_int()
     lib.cuDeviceGetCount(ctypes.byref(count))
     if count.value == 0:
-        raise GateError(f"No NVIDIA GPU is visible: {_NO_GPU_HINT}.")
+        raise GateError(f"No NVIDIA GPU is visible: {_no_gpu_hint()}.")
     if not 0 <= device < count.value:
         raise GateError(f"GPU {device} is not visible; {count.value} GPU(s) are (ordinals 0..{count.value - 1}).")
     handle = ctypes.c_int()
