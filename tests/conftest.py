@@ -100,6 +100,20 @@ def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
         )
 
 
+def save_example_as_json(example: Path, outputs: str) -> list:
+    """The example's inputs and golden outputs as Polygraphy JSON (``inputs.json`` and ``outputs``),
+    saved by ``accuracy-gate run --onnxrt`` over its stored inputs; returns the runner's iterations."""
+    from gate.comparator.serde import load_run_results
+
+    saved = run_cli(
+        "run", "model.onnx", "--onnxrt", "--load-inputs", "data", "--save-inputs", "inputs.json",
+        "--save-outputs", outputs, cwd=example,
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    ((_, iterations),) = load_run_results(example / outputs).items()
+    return iterations
+
+
 def make_small_model(path: Path, size: int = 64, seed: int = 0) -> Path:
     """A real two-output ONNX model: y = relu(x @ W + b), s = reduce_sum(y) over the last axis.
     x: float32 [batch, size]."""

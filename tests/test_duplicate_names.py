@@ -9,12 +9,11 @@ import json
 
 import pytest
 
-from gate.comparator.serde import load_run_results
 from gate.data.polygraphy_codec import from_json
 from gate.errors import GateError
 from gate.strict_json import load_json
 
-from conftest import run_cli
+from conftest import run_cli, save_example_as_json
 
 
 def test_a_polygraphy_json_object_with_a_key_twice_is_an_error():
@@ -31,12 +30,7 @@ def test_a_strict_json_file_with_a_key_twice_is_an_error(tmp_path):
 
 
 def test_a_golden_json_with_an_output_twice_stops_check(example):
-    saved = run_cli(
-        "run", "model.onnx", "--onnxrt", "--load-inputs", "data", "--save-inputs", "inputs.json",
-        "--save-outputs", "golden.json", cwd=example,
-    )  # fmt: skip
-    assert saved.returncode == 0, saved.stderr
-    ((_, iterations),) = load_run_results(example / "golden.json").items()
+    iterations = save_example_as_json(example, "golden.json")
     (name,) = iterations[0].keys()
     document = json.loads((example / "golden.json").read_text())
     good = json.dumps(document["lst"][0][1][0]["outputs"][name])  # iteration 0's output, as saved

@@ -10,22 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.comparator.serde import load_run_results
 from gate.comparator.struct import IterationResult, RunResults
 
-from conftest import run_cli
+from conftest import run_cli, save_example_as_json
 
 
 @pytest.fixture
 def two_runner_golden(example):
     """``golden.json``: the example's golden outputs as runner ``onnxrt``, and the same outputs
     plus 1.0 as runner ``broken``; ``inputs.json`` the example's inputs as Polygraphy JSON."""
-    saved = run_cli(
-        "run", "model.onnx", "--onnxrt", "--load-inputs", "data", "--save-inputs", "inputs.json",
-        "--save-outputs", "one.json", cwd=example,
-    )  # fmt: skip
-    assert saved.returncode == 0, saved.stderr
-    ((name, iterations),) = load_run_results(example / "one.json").items()
+    iterations = save_example_as_json(example, "one.json")
     both = RunResults()
     both.append(("onnxrt", iterations))
     shifted = [
