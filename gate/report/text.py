@@ -81,7 +81,10 @@ def rows_of(result: GateResult) -> list[tuple[str, ...]]:
     cells = []
     for row in result.rows:
         if row.error:
-            cell = (visible(row.output), "-", "-", "-", "-", "-", "-", f"ERROR: {row.error}")
+            # A long reason (a dtype advice with both file paths, ~230 characters) would stretch the table;
+            # the verdict line below the table names every output that could not be compared, with why.
+            reason = f"ERROR: {row.error}" if len(row.error) <= 60 else "ERROR (the reason is below the table)"
+            cell = (visible(row.output), "-", "-", "-", "-", "-", "-", reason)
         else:
             stat = row.stat if row.quantile is None else f"{row.stat} {fmt_threshold(row.quantile)}"
             stat = f"{stat} (avg)" if row.averaged and row.func != "task" else stat
