@@ -368,18 +368,13 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     base = path.resolve().parent
     paths = ("model", "inputs", "golden", "labels")
     settings = {key: base / value if key in paths else value for key, value in flat.items()}
-    if isinstance(settings.get("trt"), dict) and isinstance(settings["trt"].get("cache_dir"), str):
-        settings["trt"] = {**settings["trt"], "cache_dir": str(base / settings["trt"]["cache_dir"])}  # as the others
     for key, value in overrides.items():
         if key in ("model", "inputs", "golden", "junit", "labels"):
             value = Path(value).resolve()
         elif key in PER_OUTPUT and key in settings:
             value = merge_per_output(settings[key], value)
         elif key == "trt":
-            given = {k: v for k, v in value.items() if v is not None}
-            if isinstance(given.get("cache_dir"), str):  # --engine-cache: relative to the working directory
-                given["cache_dir"] = str(Path(given["cache_dir"]).resolve())
-            value = {**settings.get("trt", {}), **given}
+            value = {**settings.get("trt", {}), **{k: v for k, v in value.items() if v is not None}}
         elif key == "provider_options":
             value = merge_provider_options(settings.get(key, {}), value)
         settings[key] = value
@@ -461,6 +456,8 @@ def load_config(path, overrides: dict | None = None, flags: Mapping[str, str] | 
     trt = settings.get("trt", {})
     if "engine" in trt:
         trt["engine"] = require_inside(base / trt["engine"], root, flag("trt.engine") or "'trt.engine'")
+    if isinstance(trt.get("cache_dir"), str):  # as engine: gate.toml's relative to its folder (a flag's is absolute)
+        trt["cache_dir"] = str(base / trt["cache_dir"])
     source = str(path.resolve())
     settings["paths_named_by"] = {key: flag(key) for key in ("model", "inputs", "golden", "labels") if flag(key)}
     settings["named_by"] = {

@@ -129,7 +129,7 @@ def parse_value(option: Option, raw, subject: str):
         from gate.backend.trt.settings import parse_shape_args
 
         return parse_shape_args(raw, subject)
-    if option.name == "trt.engine":
+    if option.name in ("trt.engine", "trt.cache_dir"):  # relative to the working directory
         return str(Path(raw).resolve())
     if option.name == "trt.workspace" and isinstance(raw, list):
         return _workspace(raw, subject)
