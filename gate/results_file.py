@@ -40,15 +40,7 @@ from typing import Any
 from gate.errors import GateError
 from gate.paths import read_regular, write_atomic
 from gate.results import ERROR, PASSED, REGRESSED, GateResult, OutputVerdict
-from gate.strict_json import (
-    DuplicateKey,
-    element_from_json,
-    element_json,
-    json_int,
-    json_number,
-    number_from_json,
-    unique_object,
-)
+from gate.strict_json import element_from_json, element_json, json_int, json_number, number_from_json, parse_json
 
 SCHEMA = "accuracy-gate-report"
 VERSION = 1
@@ -373,10 +365,6 @@ class UntrustedReport:
         self.source = source
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
 def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport:
     """Read a results file that another workflow run wrote, treating it as untrusted data.
 
@@ -398,11 +386,7 @@ def read_untrusted_report(path, max_bytes: int | None = None) -> UntrustedReport
     if len(raw) > max_bytes:
         raise GateError(f"{source}: the results file is larger than {max_bytes} bytes; refusing to read it.")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=unique_object)
-    except DuplicateKey as err:
-        raise GateError(
-            f"{source}: the results file names {err.key!r} twice in one object; expected each once."
-        ) from None
+        data = parse_json(raw.decode("utf-8"), source, "results file")
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise GateError(f"{source}: the results file is not valid UTF-8 JSON ({type(err).__name__}).") from err
     read = _Reader(source)

@@ -30,6 +30,21 @@ def unique_object(pairs) -> dict:
     return out
 
 
+def parse_json(text: str, source: str, what: str, strict: bool = True):
+    """``json.loads(text)`` with every key once per object and, ``strict``, no NaN or infinity
+    literals (the gate's own files; Polygraphy's JSON has them).
+
+    Raises:
+        GateError: a key named twice in one object, naming ``source`` and ``what`` the text is.
+        ValueError, RecursionError: whatever else ``json.loads`` raises (the caller words it).
+    """
+    constants = {"parse_constant": _reject_constant} if strict else {}
+    try:
+        return json.loads(text, object_pairs_hook=unique_object, **constants)
+    except DuplicateKey as err:  # json.loads would keep the last value in silence
+        raise GateError(f"{source}: the {what} names {err.key!r} twice in one object; expected each once.") from None
+
+
 def json_number(value) -> float | str | None:
     """A float for strict JSON: itself (``repr`` round-trips exactly), or ``"NaN"`` / ``"Infinity"`` /
     ``"-Infinity"``, or None. Shared by the results file and the partial-result file."""
@@ -132,9 +147,7 @@ def load_json(path, what: str) -> dict:
     except OSError as err:
         raise GateError(f"{source}: cannot read the {what} ({err.strerror or err}).") from err
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, object_pairs_hook=unique_object)
-    except DuplicateKey as err:
-        raise GateError(f"{source}: the {what} names {err.key!r} twice in one object; expected each once.") from None
+        data = parse_json(raw.decode("utf-8"), source, what)
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         detail = (
             f"line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else type(err).__name__

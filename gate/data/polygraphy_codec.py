@@ -46,7 +46,7 @@ import numpy as np
 from gate.errors import GateError
 from gate.limits import JSON_DEPTH, parse_nested
 from gate.paths import read_regular
-from gate.strict_json import DuplicateKey, unique_object
+from gate.strict_json import parse_json
 from gate.structured import describe, is_structured
 
 TYPE_MARKER = "polygraphy_class"
@@ -326,12 +326,8 @@ def from_json(text: str, source: str = "<string>", codec: Codec = PLAIN):
             type"); a payload that would need pickle (names the tensor); a malformed object.
     """
     try:
-        raw = parse_nested(partial(json.loads, object_pairs_hook=unique_object), text, JSON_DEPTH, source,
-                           "the JSON document")  # fmt: skip
-    except DuplicateKey as err:  # json.loads would keep the last value: a tensor read in silence from two
-        raise GateError(
-            f"{source}: the JSON document names {err.key!r} twice in one object; expected each once."
-        ) from None
+        parse = partial(parse_json, source=source, what="JSON document", strict=False)  # a key twice: GateError
+        raw = parse_nested(parse, text, JSON_DEPTH, source, "the JSON document")
     except json.JSONDecodeError as err:
         raise GateError(f"{source}: not a JSON file ({err}).") from err
     return _decode(raw, _Context(source, codec))
