@@ -76,7 +76,7 @@ _DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
 
 def parse_count(value, subject: str):
     """``max_failed_iterations``'s value: an integer >= 0, or a share ``"P%"`` (0 <= P <= 100); returns
-    the int or the share as a float fraction of 1 (``"0.5%"`` -> 0.005).
+    the int or the share as an exact Fraction of 1 from its decimal text (``"0.5%"`` -> 1/200).
 
     Raises:
         GateError: anything else, naming ``subject``.
@@ -85,7 +85,7 @@ def parse_count(value, subject: str):
         digits = value.strip()[:-1].strip()
         if not _DECIMAL.fullmatch(digits):  # ASCII digits only (float() also reads "٣٤", "1_0", "nan")
             raise GateError(f"{subject}: expected a count >= 0 or a share such as '0.5%', got {value!r}.")
-        share = float(digits)
+        share = Fraction(digits)
         if not 0 <= share <= 100:
             raise GateError(f"{subject}: a share must be 0% to 100%, got {value!r}.")
         return share / 100
@@ -101,8 +101,8 @@ def parse_count(value, subject: str):
 def allowed_failures(value, iterations: int) -> int:
     """How many of ``iterations`` may fail: a count as it is, a share of them rounded down."""
     parsed = parse_count(value, "max_failed_iterations")
-    if isinstance(parsed, float):  # exactly, from the decimal text: 33.333333333333333% of 3 is 0, not 1
-        return math.floor(Fraction(value.strip()[:-1].strip()) * iterations / 100)
+    if isinstance(parsed, Fraction):  # exact: 33.333333333333333% of 3 is 0, not 1
+        return math.floor(parsed * iterations)
     return parsed
 
 
