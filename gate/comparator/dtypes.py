@@ -31,12 +31,17 @@ def _ml_dtypes_widening() -> dict:
 ML_WIDENING = _ml_dtypes_widening()
 
 
+def native_order(dtype: np.dtype) -> np.dtype:
+    """``dtype`` in this machine's byte order (the same dtype where it has one byte or is native)."""
+    return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+
+
 def widened_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype an output of ``dtype`` is compared in: ``cast_up``'s result dtype (ml_dtypes'
     float8 / bfloat16 / float4 / float6 -> float32, int4 / uint4 / int2 ... -> int32; Polygraphy
     cannot compare them at all)."""
     dtype = np.dtype(dtype)
-    return ML_WIDENING.get(dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype) or cast_up_dtype(dtype)
+    return ML_WIDENING.get(native_order(dtype)) or cast_up_dtype(dtype)
 
 
 def cast_up(array: np.ndarray) -> np.ndarray:
@@ -47,7 +52,7 @@ def cast_up(array: np.ndarray) -> np.ndarray:
     widened = ML_WIDENING.get(dtype)
     if widened is not None:
         return array.astype(widened)
-    dtype = dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+    dtype = native_order(dtype)
     if dtype == np.float16:
         return array.astype(np.float32)
     if dtype in (np.int8, np.uint8, np.int16, np.uint16):
@@ -58,7 +63,7 @@ def cast_up(array: np.ndarray) -> np.ndarray:
 
 
 def cast_up_dtype(dtype: np.dtype) -> np.dtype:
-    dtype = dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
+    dtype = native_order(dtype)
     if dtype == np.float16:
         return np.dtype(np.float32)
     if dtype in _NARROW_INTS:
